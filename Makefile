@@ -1,0 +1,37 @@
+# Flotilla build, test and lab targets. `make help` lists them.
+SHELL := /usr/bin/env bash
+GO ?= go
+K8S_VERSION := $(shell cat hack/k8s/VERSION)
+export FLOTILLA_K8S_DIR ?= $(HOME)/.cache/flotilla/k8s/$(K8S_VERSION)
+BIN := bin/flotilla
+LAB_DIR ?= $(CURDIR)/.lab
+CLUSTERS ?= 3
+
+.PHONY: help build test test-unit lab lab-down generate verify k8s-bin
+
+help: ## list targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## build bin/flotilla
+	$(GO) build -o $(BIN) ./cmd/flotilla
+
+k8s-bin: ## build the pinned Kubernetes binaries into $(FLOTILLA_K8S_DIR) when missing
+	@hack/k8s/build.sh >/dev/null
+
+test: k8s-bin ## run every test (unit and real-API-server integration)
+	$(GO) test -count=1 -timeout 30m ./...
+
+lab: k8s-bin build ## start a local fleet (hub + $(CLUSTERS) members) in $(LAB_DIR)
+	$(BIN) lab up --clusters $(CLUSTERS) --dir $(LAB_DIR)
+
+lab-down: ## stop the local fleet
+	$(BIN) lab down --dir $(LAB_DIR)
+
+generate: ## regenerate deepcopy and CRDs with controller-gen
+	$(GO) tool controller-gen object paths=./api/...
+	$(GO) tool controller-gen crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+
+verify: generate ## fail when generated files are stale; go vet
+	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit" >&2; exit 1; }
+	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them" >&2; exit 1; }
+	$(GO) vet ./...
