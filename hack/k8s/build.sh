@@ -26,6 +26,15 @@ pkgs=(
   "etcd:go.etcd.io/etcd/server/v3"
   "kwok:sigs.k8s.io/kwok/cmd/kwok"
 )
+# A plain `go build` leaves the version at v0.0.0-master; set what the release build sets,
+# so that /version (and the facts agents report) tell the truth.
+k8s_ver=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+minor=${k8s_ver#v1.}; minor=${minor%%.*}
+k8s_version_ldflags=""
+for pkgpath in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  k8s_version_ldflags+=" -X $pkgpath.gitVersion=$k8s_ver -X $pkgpath.gitMajor=1 -X $pkgpath.gitMinor=$minor"
+  k8s_version_ldflags+=" -X $pkgpath.gitTreeState=clean -X $pkgpath.buildDate=1970-01-01T00:00:00Z"
+done
 i=0
 for p in "${pkgs[@]}"; do
   i=$((i+1)); name=${p%%:*}; pkg=${p#*:}
@@ -33,7 +42,11 @@ for p in "${pkgs[@]}"; do
   echo "k8s-bin: [$i/${#pkgs[@]}] building $name ($pkg) ..." >&2
   start=$(date +%s)
   # Build to a temp name and rename, so an interrupted build never leaves a broken binary.
-  CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$dir/.$name.tmp" "$pkg"
+  ldflags="-s -w"
+  case $pkg in
+    k8s.io/kubernetes/*) ldflags="$ldflags $k8s_version_ldflags" ;;
+  esac
+  CGO_ENABLED=0 go build -trimpath -ldflags="$ldflags" -o "$dir/.$name.tmp" "$pkg"
   mv "$dir/.$name.tmp" "$dir/$name"
   echo "k8s-bin: [$i/${#pkgs[@]}] $name done in $(( $(date +%s) - start ))s" >&2
 done

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"flotilla.dev/flotilla/internal/proc"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -49,7 +51,7 @@ func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := proc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int
 		return nil, err
 	}
 	bin, _ := binary(e.BinDir, "kube-apiserver")
-	api, err := start(name+"/kube-apiserver", bin, []string{
+	api, err := proc.Start(name+"/kube-apiserver", bin, []string{
 		"--etcd-servers", e.etcdURL, "--etcd-prefix", "/" + name,
 		"--secure-port", fmt.Sprint(ports[0]), "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
 		"--tls-cert-file", e.pki.serveCertFile, "--tls-private-key-file", e.pki.serveKeyFile,
@@ -95,7 +97,7 @@ func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int
 		controllers = hubControllers
 	}
 	bin, _ = binary(e.BinDir, "kube-controller-manager")
-	kcm, err := start(name+"/kube-controller-manager", bin, []string{
+	kcm, err := proc.Start(name+"/kube-controller-manager", bin, []string{
 		"--kubeconfig", c.Kubeconfig, "--controllers", controllers,
 		"--leader-elect=false", "--secure-port=0",
 		"--service-account-private-key-file", saKey, "--root-ca-file", e.pki.caFile,
@@ -111,7 +113,7 @@ func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int
 	}
 
 	bin, _ = binary(e.BinDir, "kube-scheduler")
-	sched, err := start(name+"/kube-scheduler", bin, []string{
+	sched, err := proc.Start(name+"/kube-scheduler", bin, []string{
 		"--kubeconfig", c.Kubeconfig, "--leader-elect=false", "--secure-port=0",
 	}, filepath.Join(dir, "kube-scheduler.log"), e.detached)
 	if err != nil {
@@ -126,7 +128,7 @@ func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int
 		args = append(args, "--config", filepath.Join(e.BinDir, "kwok-stages", s))
 	}
 	bin, _ = binary(e.BinDir, "kwok")
-	kw, err := start(name+"/kwok", bin, args, filepath.Join(dir, "kwok.log"), e.detached)
+	kw, err := proc.Start(name+"/kwok", bin, args, filepath.Join(dir, "kwok.log"), e.detached)
 	if err != nil {
 		return c, err
 	}
@@ -189,7 +191,7 @@ func NodeReady(n *corev1.Node) bool {
 
 // waitFor polls check until it succeeds, the timeout passes or the process exits; the error
 // then carries the last check error and the tail of the process log.
-func waitFor(ctx context.Context, timeout time.Duration, p *Process, check func(context.Context) error) error {
+func waitFor(ctx context.Context, timeout time.Duration, p *proc.Process, check func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -201,7 +203,7 @@ func waitFor(ctx context.Context, timeout time.Duration, p *Process, check func(
 			return nil
 		}
 		if p != nil && p.Exited() {
-			return fmt.Errorf("%s exited: %v\n%s", p.Name, last, tail(p.LogFile, 20))
+			return fmt.Errorf("%s exited: %v\n%s", p.Name, last, proc.Tail(p.LogFile, 20))
 		}
 		select {
 		case <-ctx.Done():

@@ -17,13 +17,15 @@ import (
 	"sync"
 	"time"
 
+	"flotilla.dev/flotilla/internal/proc"
+
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Version is the key of the binary cache; it must match hack/k8s/VERSION.
-const Version = "v1.37.2-etcd3.7.0-kwok0.8.0"
+const Version = "v1.37.2-etcd3.7.0-kwok0.8.0-b2"
 
 // Options shape an environment.
 type Options struct {
@@ -53,7 +55,7 @@ type Cluster struct {
 	// Config is an admin rest config.
 	Config *rest.Config
 	// Processes of this cluster, API server first.
-	Processes []*Process
+	Processes []*proc.Process
 	dir       string
 }
 
@@ -61,16 +63,16 @@ type Cluster struct {
 type Env struct {
 	Dir     string
 	BinDir  string
-	Etcd    *Process
+	Etcd    *proc.Process
 	Hub     *Cluster
 	Members []*Cluster
 
-	pki       *pki
-	etcdURL   string
-	ownsDir   bool
-	detached  bool
-	stopOnce  sync.Once
-	mu        sync.Mutex
+	pki      *pki
+	etcdURL  string
+	ownsDir  bool
+	detached bool
+	stopOnce sync.Once
+	mu       sync.Mutex
 }
 
 // DefaultBinDir is where `make k8s-bin` puts the binaries.
@@ -151,14 +153,14 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 }
 
 func (e *Env) startEtcd(ctx context.Context) error {
-	ports, err := freePorts(2)
+	ports, err := proc.FreePorts(2)
 	if err != nil {
 		return err
 	}
 	client, peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0]), fmt.Sprintf("http://127.0.0.1:%d", ports[1])
 	dataDir := filepath.Join(e.Dir, "etcd")
 	bin, _ := binary(e.BinDir, "etcd")
-	p, err := start("etcd", bin, []string{
+	p, err := proc.Start("etcd", bin, []string{
 		"--name", "flotilla", "--data-dir", dataDir,
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
@@ -179,7 +181,7 @@ func (e *Env) startEtcd(ctx context.Context) error {
 // Stop kills every process hard and removes the temp dir the environment created.
 func (e *Env) Stop() {
 	e.stopOnce.Do(func() {
-		var all []*Process
+		var all []*proc.Process
 		for _, c := range append([]*Cluster{e.Hub}, e.Members...) {
 			if c != nil {
 				all = append(all, c.Processes...)
@@ -202,8 +204,8 @@ func (e *Env) Stop() {
 }
 
 // AllProcesses lists etcd and every cluster's processes.
-func (e *Env) AllProcesses() []*Process {
-	ps := []*Process{e.Etcd}
+func (e *Env) AllProcesses() []*proc.Process {
+	ps := []*proc.Process{e.Etcd}
 	for _, c := range append([]*Cluster{e.Hub}, e.Members...) {
 		if c != nil {
 			ps = append(ps, c.Processes...)
@@ -224,7 +226,7 @@ func sweepStaleDirs() {
 			continue
 		}
 		var pid int
-		if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid); err == nil && !Alive(pid) {
+		if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &pid); err == nil && !proc.Alive(pid) {
 			_ = os.RemoveAll(d)
 		}
 	}
@@ -283,7 +285,7 @@ func (e *Env) writeState() error {
 	return os.WriteFile(filepath.Join(e.Dir, StateFile), b, 0o644)
 }
 
-func procState(p *Process) ProcessState {
+func procState(p *proc.Process) ProcessState {
 	return ProcessState{Name: p.Name, Pid: p.Pid, LogFile: p.LogFile}
 }
 

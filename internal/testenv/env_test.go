@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"flotilla.dev/flotilla/internal/proc"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -64,7 +66,7 @@ func TestStartHubAndMembers(t *testing.T) {
 	procs := env.AllProcesses()
 	env.Stop()
 	for _, p := range procs {
-		if Alive(p.Pid) {
+		if proc.Alive(p.Pid) {
 			t.Errorf("%s (pid %d) still running after Stop", p.Name, p.Pid)
 		}
 	}

@@ -1,4 +1,5 @@
-package testenv
+// Package proc starts and stops the child processes of tests and the lab.
+package proc
 
 import (
 	"errors"
@@ -6,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -51,9 +51,9 @@ func onSpawnerThread(f func()) {
 	<-done
 }
 
-// start launches a process with its output in logFile. Attached processes get SIGKILL when
+// Start launches a process with its output in logFile. Attached processes get SIGKILL when
 // this process ends; detached ones (the lab) get their own session and outlive it.
-func start(name, path string, args []string, logFile string, detached bool) (*Process, error) {
+func Start(name, path string, args []string, logFile string, detached bool) (*Process, error) {
 	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func WaitGone(pid int, timeout time.Duration) bool {
 }
 
 // tail returns the last lines of a log file, to put in an error message.
-func tail(file string, lines int) string {
+func Tail(file string, lines int) string {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return ""
@@ -153,7 +153,7 @@ func tail(file string, lines int) string {
 }
 
 // freePorts reserves n distinct loopback ports by listening on them at once, then frees them.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ls := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range ls {
@@ -170,13 +170,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
-}
-
-// binary returns the path of a Kubernetes binary in the cache, with advice if it is missing.
-func binary(binDir, name string) (string, error) {
-	p := filepath.Join(binDir, name)
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("%s not found in %s: run `make k8s-bin` (or set FLOTILLA_K8S_DIR)", name, binDir)
-	}
-	return p, nil
 }

@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/informers"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+)
+
+var memberClustersGVR = schema.GroupVersionResource{Group: flv1.GroupVersion.Group, Version: flv1.GroupVersion.Version, Resource: "memberclusters"}
+
+// factSource reads the member's nodes and pods from shared informers.
+type factSource struct {
+	nodes listersv1.NodeLister
+	pods  listersv1.PodLister
+}
+
+// startFactWatch starts node and pod informers on the member. Pods are trimmed to what
+// summarize reads, so a member with many pods costs the agent little memory. A node change
+// asks for a report; pod churn is only picked up by the periodic report.
+func (a *Agent) startFactWatch(ctx context.Context) (*factSource, error) {
+	f := informers.NewSharedInformerFactoryWithOptions(a.member, 0, informers.WithTransform(trimPod))
+	nodeInf := f.Core().V1().Nodes()
+	podInf := f.Core().V1().Pods()
+	_, _ = nodeInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { a.requestReport() },
+		DeleteFunc: func(any) { a.requestReport() },
+		UpdateFunc: func(o, n any) {
+			on, ok1 := o.(*corev1.Node)
+			nn, ok2 := n.(*corev1.Node)
+			if ok1 && ok2 && (nodeReady(on) != nodeReady(nn) || !equalResources(on.Status.Allocatable, nn.Status.Allocatable)) {
+				a.requestReport()
+			}
+		},
+	})
+	_ = podInf.Informer() // registers it: the factory starts only informers asked for before Start
+	f.Start(ctx.Done())
+	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for typ, ok := range f.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("member cluster: could not list %v (is the member API server reachable, and may the agent list nodes and pods?)", typ)
+		}
+	}
+	return &factSource{nodes: nodeInf.Lister(), pods: podInf.Lister()}, nil
+}
+
+func trimPod(o any) (any, error) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return o, nil
+	}
+	t := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, ResourceVersion: p.ResourceVersion, UID: p.UID}}
+	t.Spec.NodeName, t.Spec.Overhead = p.Spec.NodeName, p.Spec.Overhead
+	for _, c := range p.Spec.Containers {
+		t.Spec.Containers = append(t.Spec.Containers, corev1.Container{Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	}
+	for _, c := range p.Spec.InitContainers {
+		t.Spec.InitContainers = append(t.Spec.InitContainers, corev1.Container{Resources: corev1.ResourceRequirements{Requests: c.Resources.Requests}})
+	}
+	t.Status.Phase = p.Status.Phase
+	return t, nil
+}
+
+func equalResources(a, b corev1.ResourceList) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, q := range a {
+		if o, ok := b[k]; !ok || q.Cmp(o) != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func (a *Agent) requestReport() {
+	select {
+	case a.report <- struct{}{}:
+	default:
+	}
+}
+
+// reportLoop writes facts at start, on node changes (coalesced over a second) and every
+// ReportInterval.
+func (a *Agent) reportLoop(ctx context.Context, src *factSource) {
+	dyn, err := dynamic.NewForConfig(a.hub)
+	if err != nil {
+		a.log.Error("hub client", "error", err)
+		return
+	}
+	bo := backoff{min: time.Second, max: 30 * time.Second}
+	a.requestReport()
+	tick := time.NewTicker(a.opts.ReportInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-a.report:
+			if !sleep(ctx, time.Second) { // coalesce a burst of node events
+				return
+			}
+		}
+		for {
+			err := a.reportOnce(ctx, dyn, src)
+			if err == nil || ctx.Err() != nil {
+				bo.reset()
+				break
+			}
+			wait := bo.next()
+			a.hubError(ctx, "report facts", err, wait)
+			if !sleep(ctx, wait) {
+				return
+			}
+		}
+	}
+}
+
+// agentStatus is the part of MemberCluster status the agent owns.
+type agentStatus struct {
+	KubernetesVersion string               `json:"kubernetesVersion,omitempty"`
+	Nodes             flv1.NodeSummary     `json:"nodes"`
+	Resources         flv1.ResourceSummary `json:"resources"`
+	AgentVersion      string               `json:"agentVersion,omitempty"`
+	LastReportTime    metav1.Time          `json:"lastReportTime"`
+}
+
+func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *factSource) error {
+	v, err := a.member.Discovery().ServerVersion()
+	if err != nil {
+		return fmt.Errorf("member version: %w", err)
+	}
+	nodes, _ := src.nodes.List(labels.Everything())
+	pods, _ := src.pods.List(labels.Everything())
+	ns, rs := summarize(nodes, pods)
+	st := agentStatus{KubernetesVersion: v.GitVersion, Nodes: ns, Resources: rs, AgentVersion: a.opts.Version,
+		LastReportTime: metav1.Now()}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(b, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": flv1.GroupVersion.String(), "kind": "MemberCluster",
+		"metadata": map[string]any{"name": a.Cluster()}, "status": status,
+	}}
+	_, err = dyn.Resource(memberClustersGVR).Apply(ctx, a.Cluster(), u, metav1.ApplyOptions{FieldManager: FieldOwner, Force: true}, "status")
+	if err == nil {
+		a.log.Debug("facts reported", "nodes", ns.Total, "ready", ns.Ready)
+	}
+	return err
+}

@@ -1,0 +1,66 @@
+package cli
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"flotilla.dev/flotilla/internal/agent"
+	"flotilla.dev/flotilla/internal/version"
+)
+
+func newAgentCmd() *cobra.Command {
+	o := agent.Options{}
+	var kubeconfig string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the member agent (normally installed by `flotilla join`)",
+		Long: `Run the agent of one member cluster. It reads its hub credentials from the Secret
+flotilla-system/flotilla-hub on the member (written by "flotilla join"), then:
+  - renews its heartbeat Lease in its hub namespace cluster-<name>;
+  - reports the member's Kubernetes version, nodes, capacity, allocatable and pod requests
+    into its MemberCluster's status, periodically and within a second of a node change;
+  - rotates its hub token before it expires and stores the new one in the Secret.
+When the hub is unreachable it keeps retrying with backoff and says so in its log.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelInfo
+			if verbose {
+				level = slog.LevelDebug
+			}
+			o.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			var cfg *rest.Config
+			var err error
+			if kubeconfig != "" {
+				cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+			} else {
+				cfg, err = rest.InClusterConfig()
+			}
+			if err != nil {
+				return err
+			}
+			o.Member = cfg
+			o.Version = version.String()
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			a, err := agent.New(ctx, o)
+			if err != nil {
+				return err
+			}
+			return a.Run(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "member-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster config)")
+	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "how often to renew the heartbeat Lease (default 10s)")
+	f.DurationVar(&o.ReportInterval, "report-interval", 0, "how often to re-report facts when nothing changed (default 1m)")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")
+	return cmd
+}

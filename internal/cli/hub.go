@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"flotilla.dev/flotilla/internal/hub"
+)
+
+func newHubCmd(g *globals) *cobra.Command {
+	o := hub.Options{}
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "hub",
+		Short: "Run the hub controllers against the hub API server",
+		Long: `Run Flotilla's hub controllers. They install Flotilla's CRDs, and for every accepted
+MemberCluster create the hub namespace cluster-<name>, the agent's ServiceAccount and its
+least-privilege RBAC, and track the agent's heartbeat: a cluster whose heartbeat is older than
+the grace period is marked Ready=False (reason Unreachable).
+
+Several replicas may run; leader election lets one reconcile at a time.`,
+		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig
+  flotilla hub --heartbeat-grace 2m --metrics-bind-address :8080`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseDevMode(verbose)))
+			cfg, err := g.hubConfig()
+			if err != nil {
+				return err
+			}
+			cfg.Timeout = 0 // watches are long-lived
+			o.Config = cfg
+			return hub.Run(ctrl.SetupSignalHandler(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.LeaderElect, "leader-elect", true, "elect a leader among hub replicas (Lease flotilla-system/flotilla-hub)")
+	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" disables it)`)
+	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
+	f.DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "mark a cluster Unreachable when its agent's heartbeat is older than this (default 5 x the interval the agent declares)")
+	f.BoolVar(&o.InstallCRDs, "install-crds", true, "install or upgrade Flotilla's CRDs at start")
+	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")
+	return cmd
+}

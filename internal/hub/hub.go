@@ -1,0 +1,114 @@
+// Package hub assembles the hub's controllers into one controller-runtime manager.
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/hub/membercluster"
+)
+
+// SystemNamespace holds the hub's own objects, such as its leader-election Lease.
+const SystemNamespace = "flotilla-system"
+
+// Options configure the hub.
+type Options struct {
+	Config *rest.Config
+	// LeaderElect makes only one replica reconcile at a time.
+	LeaderElect bool
+	// MetricsAddr serves /metrics ("0" disables it).
+	MetricsAddr string
+	// ProbeAddr serves /healthz and /readyz ("0" disables them).
+	ProbeAddr string
+	// HeartbeatGrace: see membercluster.Reconciler.
+	HeartbeatGrace time.Duration
+	// InstallCRDs installs or upgrades Flotilla's CRDs at start.
+	InstallCRDs bool
+}
+
+// Scheme knows the built-in kinds and Flotilla's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := flv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Run starts the hub and blocks until ctx ends.
+func Run(ctx context.Context, o Options) error {
+	if o.InstallCRDs {
+		if err := InstallCRDs(ctx, o.Config); err != nil {
+			return err
+		}
+	}
+	if err := ensureNamespace(ctx, o.Config, SystemNamespace); err != nil {
+		return err
+	}
+	// Only objects that belong to a member cluster are cached: the hub's memory then grows
+	// with the fleet, not with whatever else lives on the hub.
+	owned, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
+	byObject := map[client.Object]cache.ByObject{}
+	for _, o := range membercluster.CachedObjects() {
+		byObject[o] = cache.ByObject{Label: labels.NewSelector().Add(*owned)}
+	}
+	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
+		Scheme:                  Scheme(),
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        "flotilla-hub",
+		LeaderElectionNamespace: SystemNamespace,
+		// Leaving gives the lease up at once, so a restarted or replaced hub takes over
+		// without waiting out the lease.
+		LeaderElectionReleaseOnCancel: true,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        o.ProbeAddr,
+		Cache:                         cache.Options{ByObject: byObject},
+	})
+	if err != nil {
+		return fmt.Errorf("hub manager: %w", err)
+	}
+	if err := (&membercluster.Reconciler{Client: mgr.GetClient(), HeartbeatGrace: o.HeartbeatGrace}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if o.ProbeAddr != "0" && o.ProbeAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+	}
+	return mgr.Start(ctx)
+}
+
+func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s on the hub: %w", name, err)
+	}
+	return nil
+}

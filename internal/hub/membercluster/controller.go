@@ -1,0 +1,249 @@
+// Package membercluster is the hub's inventory controller: for each accepted MemberCluster it
+// provisions the hub namespace cluster-<name>, the agent's ServiceAccount and least-privilege
+// RBAC, and computes the Joined and Ready conditions from the agent's heartbeat Lease.
+// Deleting a MemberCluster revokes the agent's credentials (its ServiceAccount goes first,
+// which invalidates every token issued for it) and removes its namespace.
+package membercluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+)
+
+// FieldOwner is the server-side-apply field manager of the hub.
+const FieldOwner = "flotilla-hub"
+
+// Reconciler reconciles MemberClusters.
+type Reconciler struct {
+	Client client.Client
+	// HeartbeatGrace overrides the default grace (DefaultGraceMultiplier x the interval the
+	// agent declares) after which a cluster without heartbeat is Unreachable.
+	HeartbeatGrace time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller. Owned objects and Leases are mapped back to
+// their MemberCluster, so a deleted ServiceAccount is recreated and a heartbeat is noticed
+// at once.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	toCluster := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if name := o.GetLabels()[flv1.LabelCluster]; name != "" {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		}
+		return nil
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("membercluster").
+		For(&flv1.MemberCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
+		Watches(&corev1.Namespace{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&corev1.ServiceAccount{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&rbacv1.Role{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&rbacv1.RoleBinding{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&rbacv1.ClusterRole{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&rbacv1.ClusterRoleBinding{}, toCluster, builder.WithPredicates(deletedPredicate())).
+		Watches(&coordinationv1.Lease{}, toCluster).
+		Complete(r)
+}
+
+// CachedObjects lists the kinds this controller reads from the cache, all restricted to
+// objects labelled with flotilla.dev/cluster, so the hub never caches the whole hub.
+func CachedObjects() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &coordinationv1.Lease{}}
+}
+
+// Reconcile provisions, cleans up and evaluates one MemberCluster.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := logf.FromContext(ctx)
+	mc := &flv1.MemberCluster{}
+	if err := r.Client.Get(ctx, req.NamespacedName, mc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !mc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.cleanup(ctx, mc)
+	}
+	if !controllerutil.ContainsFinalizer(mc, flv1.MemberClusterFinalizer) {
+		patch := client.MergeFrom(mc.DeepCopy())
+		controllerutil.AddFinalizer(mc, flv1.MemberClusterFinalizer)
+		if err := r.Client.Patch(ctx, mc, patch); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	before := mc.Status.DeepCopy()
+	var provisionErr error
+	var hb heartbeat
+	if mc.Spec.Accepted {
+		provisionErr = r.provision(ctx, mc)
+		lease := &coordinationv1.Lease{}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: flv1.ClusterNamespace(mc.Name), Name: flv1.HeartbeatLeaseName}, lease)
+		switch {
+		case err == nil:
+			hb = heartbeatFromLease(lease)
+		case !apierrors.IsNotFound(err):
+			return ctrl.Result{}, err
+		}
+		mc.Status.Namespace = flv1.ClusterNamespace(mc.Name)
+	}
+	setJoinedCondition(mc, provisionErr, hb)
+	next := setReadyCondition(mc, hb, r.now(), r.HeartbeatGrace)
+	recordHeartbeat(mc, before, hb)
+	mc.Status.ObservedGeneration = mc.Generation
+	if !equality.Semantic.DeepEqual(before, &mc.Status) {
+		if err := r.applyStatus(ctx, mc); err != nil {
+			return ctrl.Result{}, err
+		}
+		log.V(1).Info("status updated", "ready", conditionStatus(mc.Status.Conditions, flv1.ConditionReady))
+	}
+	if provisionErr != nil {
+		return ctrl.Result{}, provisionErr
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// HeartbeatRecordInterval bounds how often a fresh heartbeat alone rewrites
+// status.lastHeartbeatTime: a status write per heartbeat per cluster would be most of the
+// hub's write load. The Lease itself always has the exact time.
+const HeartbeatRecordInterval = time.Minute
+
+// recordHeartbeat copies the Lease's renew time into status when Ready changed, or when the
+// recorded time is older than HeartbeatRecordInterval.
+func recordHeartbeat(mc *flv1.MemberCluster, before *flv1.MemberClusterStatus, hb heartbeat) {
+	if hb.renewed.IsZero() {
+		return
+	}
+	prev := before.LastHeartbeatTime
+	readyChanged := conditionStatus(before.Conditions, flv1.ConditionReady) != conditionStatus(mc.Status.Conditions, flv1.ConditionReady)
+	if prev == nil || readyChanged || hb.renewed.Sub(prev.Time) >= HeartbeatRecordInterval {
+		mc.Status.LastHeartbeatTime = &metav1.Time{Time: hb.renewed}
+	}
+}
+
+func conditionStatus(conds []metav1.Condition, typ string) metav1.ConditionStatus {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return c.Status
+	}
+	return ""
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// provision applies the namespace, identity and RBAC of an accepted cluster. Server-side
+// apply makes it idempotent, and restores anything someone changed by hand.
+func (r *Reconciler) provision(ctx context.Context, mc *flv1.MemberCluster) error {
+	opts := []client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}
+	for _, ac := range []runtime.ApplyConfiguration{
+		desiredNamespace(mc), desiredServiceAccount(mc), desiredRole(mc), desiredRoleBinding(mc),
+		desiredClusterRole(mc), desiredClusterRoleBinding(mc),
+	} {
+		if err := r.Client.Apply(ctx, ac, opts...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cleanup revokes the agent's credentials and removes what provision created. The
+// ServiceAccount is deleted first: every token bound to it stops working at that moment,
+// before the namespace (which may take a while to terminate) is gone.
+func (r *Reconciler) cleanup(ctx context.Context, mc *flv1.MemberCluster) error {
+	if !controllerutil.ContainsFinalizer(mc, flv1.MemberClusterFinalizer) {
+		return nil
+	}
+	ns := flv1.ClusterNamespace(mc.Name)
+	var errs []error
+	for _, o := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: flv1.AgentServiceAccount}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+	} {
+		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete %T %s: %w", o, o.GetName(), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(mc.DeepCopy())
+	controllerutil.RemoveFinalizer(mc, flv1.MemberClusterFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, mc, patch))
+}
+
+// hubStatus is the part of MemberCluster status the hub owns; the agent owns the facts.
+// Applying only these fields with our own field manager lets both write status without
+// overwriting each other.
+type hubStatus struct {
+	ObservedGeneration int64              `json:"observedGeneration"`
+	Conditions         []metav1.Condition `json:"conditions"`
+	Namespace          string             `json:"namespace,omitempty"`
+	LastHeartbeatTime  *metav1.Time       `json:"lastHeartbeatTime,omitempty"`
+}
+
+func (r *Reconciler) applyStatus(ctx context.Context, mc *flv1.MemberCluster) error {
+	var conds []metav1.Condition
+	for _, c := range mc.Status.Conditions {
+		if c.Type == flv1.ConditionJoined || c.Type == flv1.ConditionReady {
+			conds = append(conds, c)
+		}
+	}
+	b, err := json.Marshal(hubStatus{mc.Status.ObservedGeneration, conds, mc.Status.Namespace, mc.Status.LastHeartbeatTime})
+	if err != nil {
+		return err
+	}
+	status := map[string]any{}
+	if err := json.Unmarshal(b, &status); err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": flv1.GroupVersion.String(), "kind": "MemberCluster",
+		"metadata": map[string]any{"name": mc.Name}, "status": status,
+	}}
+	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(FieldOwner), client.ForceOwnership)
+}
+
+func deletedPredicate() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return false },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { return true },
+		GenericFunc: func(e event.GenericEvent) bool { return false },
+	}
+}
+
+func deletingPredicate() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}
+}
