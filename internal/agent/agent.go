@@ -6,7 +6,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -35,6 +34,8 @@ type Options struct {
 	// ReportInterval is how often facts are re-reported even when nothing changed (default 1m).
 	// Node changes are reported within a second.
 	ReportInterval time.Duration
+	// RotateFraction of a token's lifetime passes before it is replaced (default 0.8).
+	RotateFraction float64
 	// Identity names this agent instance in the Lease (default hostname-pid).
 	Identity string
 	// Version is reported as status.agentVersion.
@@ -63,6 +64,9 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if opts.ReportInterval <= 0 {
 		opts.ReportInterval = time.Minute
+	}
+	if opts.RotateFraction <= 0 || opts.RotateFraction >= 1 {
+		opts.RotateFraction = DefaultRotateFraction
 	}
 	if opts.Identity == "" {
 		h, _ := os.Hostname()
@@ -172,7 +176,5 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
-
-var errStopped = errors.New("stopped")
 
 func namespace(cluster string) string { return flv1.ClusterNamespace(cluster) }

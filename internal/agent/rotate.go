@@ -19,7 +19,7 @@ func (a *Agent) rotateLoop(ctx context.Context) {
 		a.mu.Lock()
 		claims := a.claims
 		a.mu.Unlock()
-		if !sleep(ctx, time.Until(claims.rotateAt())) {
+		if !sleep(ctx, time.Until(claims.rotateAt(a.opts.RotateFraction))) {
 			return
 		}
 		for {

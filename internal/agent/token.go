@@ -49,13 +49,13 @@ func (c tokenClaims) lifetime() time.Duration {
 	return time.Unix(c.Expiry, 0).Sub(time.Unix(c.IssuedAt, 0))
 }
 
-// RotateFraction: a token is replaced once this share of its lifetime has passed, leaving
-// a fifth of it to retry through a hub outage.
-const RotateFraction = 0.8
+// DefaultRotateFraction: a token is replaced once this share of its lifetime has passed,
+// leaving a fifth of it to retry through a hub outage.
+const DefaultRotateFraction = 0.8
 
 // rotateAt is when a token should be replaced.
-func (c tokenClaims) rotateAt() time.Time {
-	return time.Unix(c.IssuedAt, 0).Add(time.Duration(float64(c.lifetime()) * RotateFraction))
+func (c tokenClaims) rotateAt(fraction float64) time.Time {
+	return time.Unix(c.IssuedAt, 0).Add(time.Duration(float64(c.lifetime()) * fraction))
 }
 
 // tokenHolder holds the current hub token; every hub request reads it, so a rotation takes

@@ -61,6 +61,8 @@ When the hub is unreachable it keeps retrying with backoff and says so in its lo
 	f.StringVar(&kubeconfig, "member-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster config)")
 	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "how often to renew the heartbeat Lease (default 10s)")
 	f.DurationVar(&o.ReportInterval, "report-interval", 0, "how often to re-report facts when nothing changed (default 1m)")
+	f.Float64Var(&o.RotateFraction, "token-rotate-fraction", agent.DefaultRotateFraction, "share of the hub token's lifetime after which it is rotated")
+	_ = f.MarkHidden("token-rotate-fraction") // for tests: lets a 10m token rotate in seconds
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")
 	return cmd
 }

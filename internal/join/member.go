@@ -3,9 +3,11 @@ package join
 import (
 	"context"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
@@ -31,6 +33,9 @@ func applyOpts() metav1.ApplyOptions {
 // installOnMember applies the agent's objects. Every step is idempotent.
 func installOnMember(ctx context.Context, cs kubernetes.Interface, creds *agent.Credentials, image string, deploy bool, args []string) error {
 	ns := agent.SystemNamespace
+	if err := waitNamespaceGone(ctx, cs, ns); err != nil {
+		return err
+	}
 	if _, err := cs.CoreV1().Namespaces().Apply(ctx, corev1ac.Namespace(ns).WithLabels(managedBy), applyOpts()); err != nil {
 		return fmt.Errorf("create namespace %s on the member: %w", ns, err)
 	}
@@ -123,6 +128,25 @@ func removeFromMember(ctx context.Context, cs kubernetes.Interface) error {
 		if err := cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("remove namespace %s from the member: %w", ns, err)
 		}
+	}
+	return nil
+}
+
+// waitNamespaceGone waits while a namespace is terminating (a recent unjoin), since
+// nothing can be created in it until it is gone.
+func waitNamespaceGone(ctx context.Context, cs kubernetes.Interface, ns string) error {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		return n.DeletionTimestamp.IsZero(), nil
+	})
+	if err != nil {
+		return fmt.Errorf("namespace %s on the member is still terminating from an earlier unjoin: %w", ns, err)
 	}
 	return nil
 }

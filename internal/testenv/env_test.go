@@ -18,7 +18,7 @@ func TestStartHubAndMembers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env, err := Start(ctx, Options{Members: 2})
+	env, err := Start(ctx, Options{Members: 2, NodesPerMember: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,8 +30,8 @@ func TestStartHubAndMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes.Items) != 1 || !NodeReady(&nodes.Items[0]) {
-		t.Fatalf("want 1 ready node, got %+v", nodes.Items)
+	if len(nodes.Items) != 2 || !NodeReady(&nodes.Items[0]) || !NodeReady(&nodes.Items[1]) {
+		t.Fatalf("want 2 ready nodes, got %+v", nodes.Items)
 	}
 	if got := nodes.Items[0].Status.Allocatable[corev1.ResourceCPU]; got.Cmp(NodeCPU) != 0 {
 		t.Fatalf("allocatable cpu %s, want %s", got.String(), NodeCPU.String())
