@@ -101,7 +101,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var provisionErr error
 	var hb heartbeat
 	if mc.Spec.Accepted {
-		provisionErr = r.provision(ctx, mc)
+		// Heartbeats trigger most reconciles; they must not cost six API writes each.
+		if mc.Status.ObservedGeneration != mc.Generation || !r.provisioned(ctx, mc) {
+			provisionErr = r.provision(ctx, mc)
+		}
 		lease := &coordinationv1.Lease{}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: flv1.ClusterNamespace(mc.Name), Name: flv1.HeartbeatLeaseName}, lease)
 		switch {
@@ -173,6 +176,28 @@ func (r *Reconciler) provision(ctx context.Context, mc *flv1.MemberCluster) erro
 		}
 	}
 	return nil
+}
+
+// provisioned reports whether every object provision creates is in the cache. Deleting one
+// triggers a reconcile (they are watched), which then finds it missing and applies again.
+func (r *Reconciler) provisioned(ctx context.Context, mc *flv1.MemberCluster) bool {
+	ns := flv1.ClusterNamespace(mc.Name)
+	for _, o := range []struct {
+		key types.NamespacedName
+		obj client.Object
+	}{
+		{types.NamespacedName{Name: ns}, &corev1.Namespace{}},
+		{types.NamespacedName{Namespace: ns, Name: flv1.AgentServiceAccount}, &corev1.ServiceAccount{}},
+		{types.NamespacedName{Namespace: ns, Name: AgentRoleName}, &rbacv1.Role{}},
+		{types.NamespacedName{Namespace: ns, Name: AgentRoleName}, &rbacv1.RoleBinding{}},
+		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, &rbacv1.ClusterRole{}},
+		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, &rbacv1.ClusterRoleBinding{}},
+	} {
+		if err := r.Client.Get(ctx, o.key, o.obj); err != nil || !o.obj.GetDeletionTimestamp().IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanup revokes the agent's credentials and removes what provision created. The
