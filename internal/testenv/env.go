@@ -311,3 +311,23 @@ func (s *State) Processes() []ProcessState {
 	}
 	return append(ps, s.Etcd)
 }
+
+// StopAPIServer kills a cluster's API server hard, as an outage would.
+func (c *Cluster) StopAPIServer() { c.Processes[0].Kill() }
+
+// StartAPIServer starts a stopped API server again on the same port, with the same flags
+// and storage, and waits until it is ready.
+func (e *Env) StartAPIServer(ctx context.Context, c *Cluster) error {
+	old := c.Processes[0]
+	if !old.Exited() {
+		return fmt.Errorf("%s is still running", old.Name)
+	}
+	p, err := proc.Start(old.Name, old.Path, old.Args, old.LogFile, e.detached)
+	if err != nil {
+		return err
+	}
+	c.Processes[0] = p
+	return waitFor(ctx, 60*time.Second, p, func(ctx context.Context) error {
+		return httpGet(ctx, c.URL+"/readyz", e.pki)
+	})
+}
