@@ -2,13 +2,11 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -149,18 +147,10 @@ func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *fact
 	ns, rs := summarize(nodes, pods)
 	st := agentStatus{KubernetesVersion: v.GitVersion, Nodes: ns, Resources: rs, AgentVersion: a.opts.Version,
 		LastReportTime: metav1.Now()}
-	b, err := json.Marshal(st)
+	u, err := flv1.MemberClusterStatusApply(a.Cluster(), st)
 	if err != nil {
 		return err
 	}
-	status := map[string]any{}
-	if err := json.Unmarshal(b, &status); err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": flv1.GroupVersion.String(), "kind": "MemberCluster",
-		"metadata": map[string]any{"name": a.Cluster()}, "status": status,
-	}}
 	_, err = dyn.Resource(memberClustersGVR).Apply(ctx, a.Cluster(), u, metav1.ApplyOptions{FieldManager: FieldOwner, Force: true}, "status")
 	if err == nil {
 		a.log.Debug("facts reported", "nodes", ns.Total, "ready", ns.Ready)

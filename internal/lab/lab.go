@@ -166,7 +166,7 @@ func Up(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	fmt.Fprintf(o.Out, "Started the hub controllers (pid %d, log %s)\n", hub.Pid, st.HubLog)
-	if err := waitHealthy(ctx, hub, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), time.Minute); err != nil {
+	if err := proc.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1]), hub, time.Minute); err != nil {
 		return fmt.Errorf("the hub did not become ready: %w\n%s", err, proc.Tail(st.HubLog, 15))
 	}
 

@@ -2,9 +2,11 @@
 package proc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -170,4 +172,32 @@ func FreePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// WaitHTTP waits until url answers 200 OK, giving up when p exits, ctx ends or the timeout
+// passes.
+func WaitHTTP(ctx context.Context, url string, p *Process, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("GET %s: %s", url, resp.Status)
+		}
+		last = err
+		if p.Exited() {
+			return fmt.Errorf("%s exited (%v)", p.Name, last)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy within %s: %v", p.Name, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }

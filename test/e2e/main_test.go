@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +83,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer hubProc.Kill()
-	if err := waitHTTP(ctx, "http://"+probe+"/readyz", hubProc); err != nil {
+	if err := proc.WaitHTTP(ctx, "http://"+probe+"/readyz", hubProc, time.Minute); err != nil {
 		fmt.Fprintf(os.Stderr, "hub not ready: %v\n%s\n", err, proc.Tail(hubLog, 30))
 		return 1
 	}
@@ -179,27 +178,5 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 			t.Fatalf("%s: not within %s: %v", what, timeout, err)
 		}
 		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// waitHTTP waits until url answers 200, or p exits.
-func waitHTTP(ctx context.Context, url string, p *proc.Process) error {
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if p.Exited() {
-			return fmt.Errorf("%s exited", p.Name)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
 	}
 }

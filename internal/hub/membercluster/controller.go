@@ -7,7 +7,6 @@ package membercluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -19,7 +18,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -244,18 +242,10 @@ func (r *Reconciler) applyStatus(ctx context.Context, mc *flv1.MemberCluster) er
 			conds = append(conds, c)
 		}
 	}
-	b, err := json.Marshal(hubStatus{mc.Status.ObservedGeneration, conds, mc.Status.Namespace, mc.Status.LastHeartbeatTime})
+	u, err := flv1.MemberClusterStatusApply(mc.Name, hubStatus{mc.Status.ObservedGeneration, conds, mc.Status.Namespace, mc.Status.LastHeartbeatTime})
 	if err != nil {
 		return err
 	}
-	status := map[string]any{}
-	if err := json.Unmarshal(b, &status); err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": flv1.GroupVersion.String(), "kind": "MemberCluster",
-		"metadata": map[string]any{"name": mc.Name}, "status": status,
-	}}
 	return r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(FieldOwner), client.ForceOwnership)
 }

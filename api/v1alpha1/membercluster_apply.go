@@ -1,0 +1,26 @@
+package v1alpha1
+
+import (
+	"encoding/json"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// MemberClusterStatusApply builds a server-side-apply body for the status of a
+// MemberCluster that holds only the fields in status (a struct with the json names of
+// MemberClusterStatus). The hub and the agent each apply their own part this way, under
+// their own field manager, so neither overwrites the other's fields.
+func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(status)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": GroupVersion.String(), "kind": "MemberCluster",
+		"metadata": map[string]any{"name": name}, "status": m,
+	}}, nil
+}
