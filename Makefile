@@ -33,5 +33,5 @@ generate: ## regenerate deepcopy and CRDs with controller-gen
 
 verify: generate ## fail when generated files are stale; go vet
 	@git diff --exit-code -- api config || { echo "generated files are stale: run make generate and commit" >&2; exit 1; }
-	@test -z "$$(git status --porcelain -- api config)" || { git status --porcelain -- api config; echo "untracked generated files: commit them" >&2; exit 1; }
+	@test -z "$$(git ls-files --others --exclude-standard -- api config)" || { git ls-files --others --exclude-standard -- api config; echo "generated files not in git: add them" >&2; exit 1; }
 	$(GO) vet ./...

@@ -12,8 +12,10 @@ stamp="$dir/.complete"
 if [ -f "$stamp" ]; then echo "$dir"; exit 0; fi
 mkdir -p "$dir"
 exec 9>"$dir/.lock"
-echo "k8s-bin: waiting for the build lock in $dir" >&2
-flock 9
+if ! flock -n 9; then
+  echo "k8s-bin: another build holds the lock in $dir; waiting for it" >&2
+  flock 9
+fi
 if [ -f "$stamp" ]; then echo "$dir"; exit 0; fi
 
 cd "$here"

@@ -116,7 +116,11 @@ func (a *Agent) loadCredentials(ctx context.Context) error {
 }
 
 // Cluster is the name of the member cluster this agent serves.
-func (a *Agent) Cluster() string { return a.creds.Cluster }
+func (a *Agent) Cluster() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.creds.Cluster
+}
 
 // Run heartbeats, reports and rotates until ctx ends. Hub outages never stop it: every loop
 // retries with capped exponential backoff and says so in the log.

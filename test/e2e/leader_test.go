@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"flotilla.dev/flotilla/internal/proc"
+)
+
+func hubLeader(t *testing.T) string {
+	t.Helper()
+	l := &coordinationv1.Lease{}
+	if err := hubC.Get(context.Background(), types.NamespacedName{Namespace: "flotilla-system", Name: "flotilla-hub"}, l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Spec.HolderIdentity == nil {
+		return ""
+	}
+	return *l.Spec.HolderIdentity
+}
+
+// TestHubLeaderElection: a second hub replica waits while the first leads; when the first
+// stops, the second takes over and keeps the inventory working.
+func TestHubLeaderElection(t *testing.T) {
+	first := hubLeader(t)
+	if first == "" {
+		t.Fatal("no hub leader")
+	}
+	standby, err := proc.Start("hub-2", hubProc.Path, hubProc.Args, hubProc.LogFile+".2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if hubProc != standby {
+			standby.Kill()
+		}
+	})
+	time.Sleep(3 * time.Second)
+	if got := hubLeader(t); got != first {
+		t.Fatalf("leader changed from %q to %q while the first hub was running", first, got)
+	}
+	// A graceful stop releases the lease, so the standby need not wait for it to expire.
+	_ = syscall.Kill(hubProc.Pid, syscall.SIGTERM)
+	stopped := time.Now()
+	if !proc.WaitGone(hubProc.Pid, 30*time.Second) {
+		hubProc.Kill()
+	}
+	eventually(t, 30*time.Second, "the standby hub leads", func() error {
+		if got := hubLeader(t); got == first || got == "" {
+			return fmt.Errorf("leader is %q", got)
+		}
+		return nil
+	})
+	t.Logf("standby took over %s after the leader was told to stop", time.Since(stopped).Round(100*time.Millisecond))
+	hubProc = standby
+
+	// The new leader does the work: a join needs it to provision the cluster's identity and
+	// wait for the agent's heartbeat; an unjoin needs it to revoke and release.
+	m := env.Members[4]
+	mustFlotilla(t, "join", m.Name, "--member-kubeconfig", m.Kubeconfig, "--local", "--labels", memberLabels(4),
+		"--agent-arg=--heartbeat-interval=1s")
+	mustFlotilla(t, "unjoin", m.Name)
+}
