@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"flotilla.dev/flotilla/internal/proc"
@@ -46,7 +47,23 @@ var (
 	NodePods   = resource.MustParse("110")
 )
 
+// startCluster starts one cluster, trying again on fresh ports when a port it picked was
+// taken in the moment between choosing and binding it (other tests run on this machine).
 func (e *Env) startCluster(ctx context.Context, name string, hub bool, nodes int) (*Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := e.startClusterOnce(ctx, name, hub, nodes)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		if c != nil {
+			for _, p := range c.Processes {
+				p.Kill()
+			}
+		}
+	}
+}
+
+func (e *Env) startClusterOnce(ctx context.Context, name string, hub bool, nodes int) (*Cluster, error) {
 	dir := filepath.Join(e.Dir, name)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

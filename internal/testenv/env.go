@@ -120,7 +120,15 @@ func Start(ctx context.Context, opts Options) (env *Env, err error) {
 	if e.pki, err = newPKI(e.Dir); err != nil {
 		return nil, err
 	}
-	if err = e.startEtcd(ctx); err != nil {
+	for attempt := 1; ; attempt++ { // a picked port may be taken before etcd binds it
+		err = e.startEtcd(ctx)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			break
+		}
+		e.Etcd.Kill()
+		_ = os.RemoveAll(filepath.Join(e.Dir, "etcd"))
+	}
+	if err != nil {
 		return nil, err
 	}
 

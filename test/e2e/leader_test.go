@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -32,7 +33,14 @@ func TestHubLeaderElection(t *testing.T) {
 	if first == "" {
 		t.Fatal("no hub leader")
 	}
-	standby, err := proc.Start("hub-2", hubProc.Path, hubProc.Args, hubProc.LogFile+".2", false)
+	// The standby serves no probes: the leader holds that port.
+	args := slices.Clone(hubProc.Args)
+	for i := range args {
+		if args[i] == "--health-probe-bind-address" {
+			args[i+1] = "0"
+		}
+	}
+	standby, err := proc.Start("hub-2", hubProc.Path, args, hubProc.LogFile+".2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,8 +48,12 @@ func TestHubLeaderElection(t *testing.T) {
 		if hubProc != standby {
 			standby.Kill()
 		}
+		ensureHubRunning(t)
 	})
 	time.Sleep(3 * time.Second)
+	if standby.Exited() {
+		t.Fatalf("the standby hub exited:\n%s", proc.Tail(standby.LogFile, 20))
+	}
 	if got := hubLeader(t); got != first {
 		t.Fatalf("leader changed from %q to %q while the first hub was running", first, got)
 	}
@@ -66,4 +78,18 @@ func TestHubLeaderElection(t *testing.T) {
 	mustFlotilla(t, "join", m.Name, "--member-kubeconfig", m.Kubeconfig, "--local", "--labels", memberLabels(4),
 		"--agent-arg=--heartbeat-interval=1s")
 	mustFlotilla(t, "unjoin", m.Name)
+}
+
+// ensureHubRunning restarts the hub controllers if a test left them stopped, so that one
+// failure does not cascade into every later test.
+func ensureHubRunning(t *testing.T) {
+	if !hubProc.Exited() {
+		return
+	}
+	p, err := proc.Start(hubProc.Name, hubProc.Path, hubProc.Args, hubProc.LogFile, false)
+	if err != nil {
+		t.Errorf("restart hub: %v", err)
+		return
+	}
+	hubProc = p
 }
