@@ -8,7 +8,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 )
@@ -41,19 +40,11 @@ spec: {size: small, tags: [a, b]}
 
 func objects(t *testing.T) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, doc := range strings.Split(bundleYAML, "\n---\n") {
-		j, err := yaml.YAMLToJSON([]byte(doc))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(j); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u)
+	objs, err := ParseYAML([]byte(bundleYAML))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return objs
 }
 
 func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }

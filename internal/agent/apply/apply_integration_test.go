@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
-	"sigs.k8s.io/yaml"
 
+	"flotilla.dev/flotilla/internal/render"
 	"flotilla.dev/flotilla/internal/testenv"
 )
 
@@ -37,19 +37,11 @@ func TestMain(m *testing.M) {
 
 func parse(t *testing.T, docs string) []*unstructured.Unstructured {
 	t.Helper()
-	var out []*unstructured.Unstructured
-	for _, d := range strings.Split(docs, "\n---\n") {
-		j, err := yaml.YAMLToJSON([]byte(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(j); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, u)
+	objs, err := render.ParseYAML([]byte(docs))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return objs
 }
 
 const web = `
