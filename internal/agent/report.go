@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -38,7 +39,7 @@ func (a *Agent) startFactWatch(ctx context.Context) (*factSource, error) {
 		UpdateFunc: func(o, n any) {
 			on, ok1 := o.(*corev1.Node)
 			nn, ok2 := n.(*corev1.Node)
-			if ok1 && ok2 && (nodeReady(on) != nodeReady(nn) || !equalResources(on.Status.Allocatable, nn.Status.Allocatable)) {
+			if ok1 && ok2 && (nodeReady(on) != nodeReady(nn) || !equality.Semantic.DeepEqual(on.Status.Allocatable, nn.Status.Allocatable)) {
 				a.requestReport()
 			}
 		},
@@ -70,18 +71,6 @@ func trimPod(o any) (any, error) {
 	}
 	t.Status.Phase = p.Status.Phase
 	return t, nil
-}
-
-func equalResources(a, b corev1.ResourceList) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, q := range a {
-		if o, ok := b[k]; !ok || q.Cmp(o) != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func (a *Agent) requestReport() {

@@ -3,12 +3,7 @@ package join
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 )
-
-func metav1acLabelSelector(l map[string]string) *metav1ac.LabelSelectorApplyConfiguration {
-	return metav1ac.LabelSelector().WithMatchLabels(l)
-}
 
 func resourceList(cpu, mem string) corev1.ResourceList {
 	rl := corev1.ResourceList{}

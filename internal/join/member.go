@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -92,7 +93,7 @@ func agentDeployment(image string, args []string) *appsv1ac.DeploymentApplyConfi
 	sel := map[string]string{"app.kubernetes.io/name": agentName}
 	return appsv1ac.Deployment(agentName, agent.SystemNamespace).WithLabels(managedBy).
 		WithSpec(appsv1ac.DeploymentSpec().WithReplicas(1).
-			WithSelector(metav1acLabelSelector(sel)).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(sel)).
 			WithTemplate(corev1ac.PodTemplateSpec().WithLabels(managedBy).
 				WithSpec(corev1ac.PodSpec().WithServiceAccountName(agentName).
 					WithContainers(corev1ac.Container().WithName("agent").WithImage(image).

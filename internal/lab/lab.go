@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"flotilla.dev/flotilla/internal/join"
 	"flotilla.dev/flotilla/internal/proc"
 	"flotilla.dev/flotilla/internal/testenv"
@@ -170,7 +172,7 @@ func Up(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("the hub did not become ready: %w\n%s", err, proc.Tail(st.HubLog, 15))
 	}
 
-	cfg, err := clientConfig(st.HubKubeconfig)
+	cfg, err := clientcmd.BuildConfigFromFlags("", st.HubKubeconfig)
 	if err != nil {
 		return err
 	}
@@ -207,7 +209,7 @@ Member kubeconfigs are in %s/<name>.kubeconfig. Stop everything with: flotilla l
 func Down(dir string, out io.Writer) error {
 	dir, _ = filepath.Abs(dir)
 	st, labErr := Load(dir)
-	envSt, envErr := testenv.ReadState(filepath.Join(dir, "env"))
+	_, envErr := testenv.ReadState(filepath.Join(dir, "env"))
 	if labErr != nil && envErr != nil {
 		if errors.Is(labErr, os.ErrNotExist) && errors.Is(envErr, os.ErrNotExist) {
 			fmt.Fprintf(out, "No lab in %s.\n", dir)
@@ -215,29 +217,17 @@ func Down(dir string, out io.Writer) error {
 		}
 		return errors.Join(labErr, envErr)
 	}
-	var pids []int
-	agents, _ := join.LocalAgents(dir)
-	for _, a := range agents {
-		pids = append(pids, a.Pid)
-	}
-	if st != nil {
-		pids = append(pids, st.HubPid)
-	}
-	if envSt != nil {
-		for _, p := range envSt.Processes() {
-			pids = append(pids, p.Pid)
-		}
-	}
+	procs := Processes(dir, st)
 	stopped := 0
-	for _, pid := range pids {
-		if proc.Alive(pid) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, p := range procs {
+		if p.Running {
+			_ = syscall.Kill(p.Pid, syscall.SIGKILL)
 			stopped++
 		}
 	}
-	for _, pid := range pids {
-		if !proc.WaitGone(pid, 15*time.Second) {
-			return fmt.Errorf("process %d did not exit", pid)
+	for _, p := range procs {
+		if !proc.WaitGone(p.Pid, 15*time.Second) {
+			return fmt.Errorf("%s (pid %d) did not exit", p.Name, p.Pid)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -276,7 +266,7 @@ type ProcessStatus struct {
 	LogFile string
 }
 
-// Processes lists the lab's processes: control planes, hub, agents.
+// Processes lists the lab's processes: control planes, hub (when st is known), agents.
 func Processes(dir string, st *State) []ProcessStatus {
 	var out []ProcessStatus
 	if envSt, err := testenv.ReadState(filepath.Join(dir, "env")); err == nil {
@@ -284,7 +274,9 @@ func Processes(dir string, st *State) []ProcessStatus {
 			out = append(out, ProcessStatus{p.Name, p.Pid, proc.Alive(p.Pid), p.LogFile})
 		}
 	}
-	out = append(out, ProcessStatus{"hub", st.HubPid, proc.Alive(st.HubPid), st.HubLog})
+	if st != nil {
+		out = append(out, ProcessStatus{"hub", st.HubPid, proc.Alive(st.HubPid), st.HubLog})
+	}
 	agents, _ := join.LocalAgents(dir)
 	for _, a := range agents {
 		out = append(out, ProcessStatus{"agent/" + a.Cluster, a.Pid, proc.Alive(a.Pid), a.LogFile})

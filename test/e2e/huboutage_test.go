@@ -55,12 +55,8 @@ func TestAgentSurvivesHubOutage(t *testing.T) {
 	// leader-elected controller should; a supervisor (here: the test) starts them again.
 	if hubProc.Exited() {
 		t.Log("flotilla hub exited during the outage (lost its leader lease); restarting it")
-		p, err := proc.Start(hubProc.Name, hubProc.Path, hubProc.Args, hubProc.LogFile, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hubProc = p
 	}
+	ensureHubRunning(t)
 	back := time.Now()
 	key := types.NamespacedName{Namespace: flv1.ClusterNamespace(name), Name: flv1.HeartbeatLeaseName}
 	eventually(t, 45*time.Second, "heartbeat after the outage and Ready=True", func() error {

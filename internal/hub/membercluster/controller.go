@@ -56,25 +56,26 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		return nil
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("membercluster").
 		For(&flv1.MemberCluster{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{},
-			predicate.AnnotationChangedPredicate{}, deletingPredicate()))).
-		Watches(&corev1.Namespace{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&corev1.ServiceAccount{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&rbacv1.Role{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&rbacv1.RoleBinding{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&rbacv1.ClusterRole{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&rbacv1.ClusterRoleBinding{}, toCluster, builder.WithPredicates(deletedPredicate())).
-		Watches(&coordinationv1.Lease{}, toCluster).
-		Complete(r)
+			predicate.AnnotationChangedPredicate{}, deletingPredicate())))
+	for _, o := range provisionedKinds() {
+		b = b.Watches(o, toCluster, builder.WithPredicates(deletedPredicate()))
+	}
+	return b.Watches(&coordinationv1.Lease{}, toCluster).Complete(r)
+}
+
+// provisionedKinds are the kinds provision creates for each cluster.
+func provisionedKinds() []client.Object {
+	return []client.Object{&corev1.Namespace{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
+		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}}
 }
 
 // CachedObjects lists the kinds this controller reads from the cache, all restricted to
 // objects labelled with flotilla.dev/cluster, so the hub never caches the whole hub.
 func CachedObjects() []client.Object {
-	return []client.Object{&corev1.Namespace{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
-		&rbacv1.ClusterRole{}, &rbacv1.ClusterRoleBinding{}, &coordinationv1.Lease{}}
+	return append(provisionedKinds(), &coordinationv1.Lease{})
 }
 
 // Reconcile provisions, cleans up and evaluates one MemberCluster.
