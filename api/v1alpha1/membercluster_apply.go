@@ -24,3 +24,13 @@ func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructur
 		"metadata": map[string]any{"name": name}, "status": m,
 	}}, nil
 }
+
+// IsReady reports whether the cluster's Ready condition is True (a fresh heartbeat).
+func (mc *MemberCluster) IsReady() bool {
+	for _, c := range mc.Status.Conditions {
+		if c.Type == ConditionReady {
+			return c.Status == "True"
+		}
+	}
+	return false
+}

@@ -1,7 +1,8 @@
 // Package agent is the member-side half of Flotilla. One agent runs per member cluster. It
 // needs only outbound access to the hub, where it acts as its cluster's ServiceAccount: it
 // renews a heartbeat Lease in its hub namespace, reports the cluster's facts (version, nodes,
-// capacity, requests) into its MemberCluster's status, and rotates its own hub token.
+// capacity, requests) into its MemberCluster's status, rotates its own hub token, and
+// delivers its Works (package deliver).
 package agent
 
 import (
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/agent/deliver"
 )
 
 // FieldOwner is the server-side-apply field manager of the agent on the hub.
@@ -131,8 +133,17 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	del, err := deliver.New(deliver.Options{Hub: a.hub, Member: a.opts.Member, Cluster: a.Cluster(), Namespace: SystemNamespace, Log: a.log})
+	if err != nil {
+		return fmt.Errorf("delivery loop: %w", err)
+	}
+	deliverLoop := func(ctx context.Context) {
+		if err := del.Run(ctx); err != nil {
+			a.log.Error("delivery loop stopped", "error", err)
+		}
+	}
 	var wg sync.WaitGroup
-	for _, loop := range []func(context.Context){a.heartbeatLoop, func(ctx context.Context) { a.reportLoop(ctx, facts) }, a.rotateLoop} {
+	for _, loop := range []func(context.Context){a.heartbeatLoop, func(ctx context.Context) { a.reportLoop(ctx, facts) }, a.rotateLoop, deliverLoop} {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ctx) }()
 	}

@@ -72,7 +72,7 @@ the owner, and when the agent was last heard from.`,
 	}
 	clusters.Flags().StringVarP(&selector, "selector", "l", "", "label selector, e.g. env=prod,region in (eu,us)")
 	clusters.Flags().StringVarP(&output, "output", "o", "", "output format: wide, yaml or json")
-	cmd.AddCommand(clusters)
+	cmd.AddCommand(clusters, newGetBundlesCmd(g))
 	return cmd
 }
 

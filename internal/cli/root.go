@@ -27,8 +27,9 @@ func NewRoot() *cobra.Command {
 		Use:   "flotilla",
 		Short: "Manage many Kubernetes clusters as one fleet",
 		Long: `Flotilla manages a fleet of Kubernetes clusters from one hub: an inventory of member
-clusters with owners and labels, and (coming) one shared baseline delivered everywhere with
-safe progressive rollouts.
+clusters with owners and labels, and Bundles: one shared baseline delivered to every cluster
+that should have it, with per-cluster overrides, drift correction and offline operation.
+(Progressive rollouts come next.)
 
 The hub is a Kubernetes API server running "flotilla hub"; each member runs "flotilla agent",
 which only needs outbound access to the hub. Commands that talk to the hub use
@@ -41,7 +42,7 @@ Try a local fleet:  flotilla lab up && export KUBECONFIG=$(flotilla lab kubeconf
 	}
 	root.PersistentFlags().StringVar(&g.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG, then ~/.kube/config)")
 	root.PersistentFlags().StringVar(&g.hubContext, "hub-context", "", "context in the hub kubeconfig (default: its current context)")
-	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newLabCmd(), newVersionCmd())
+	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newBreakGlassCmd(g), newLabCmd(), newVersionCmd())
 	return root
 }
 
@@ -59,6 +60,22 @@ func (g *globals) hubConfig() (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	cfg.Timeout = 30 * time.Second
 	return cfg, nil
+}
+
+// namespaceOr returns ns, else the hub kubeconfig context's namespace, else "default".
+func (g *globals) namespaceOr(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if g.hubKubeconfig != "" {
+		rules.ExplicitPath = g.hubKubeconfig
+	}
+	if n, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: g.hubContext}).Namespace(); err == nil && n != "" {
+		return n
+	}
+	return "default"
 }
 
 func (g *globals) hubClient() (client.Client, *rest.Config, error) {

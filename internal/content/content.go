@@ -88,13 +88,17 @@ func Decode(chunks [][]byte, hash string) ([]*unstructured.Unstructured, error) 
 	if got := hex.EncodeToString(sum[:]); got != hash {
 		return nil, fmt.Errorf("content %s is corrupt or incomplete: its bytes hash to %s", short(hash), short(got))
 	}
-	var items []map[string]any
+	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("content %s: %w", short(hash), err)
 	}
 	out := make([]*unstructured.Unstructured, len(items))
 	for i, m := range items {
-		out[i] = &unstructured.Unstructured{Object: m}
+		// Unstructured's decoder keeps integers as int64, as the API machinery expects.
+		out[i] = &unstructured.Unstructured{}
+		if err := out[i].UnmarshalJSON(m); err != nil {
+			return nil, fmt.Errorf("content %s object %d: %w", short(hash), i, err)
+		}
 	}
 	return out, nil
 }

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/hub/bundle"
 	"flotilla.dev/flotilla/internal/hub/membercluster"
 )
 
@@ -62,7 +63,13 @@ func Run(ctx context.Context, o Options) error {
 			return err
 		}
 	}
-	if err := ensureNamespace(ctx, o.Config, SystemNamespace); err != nil {
+	for _, ns := range []string{SystemNamespace, flv1.ContentNamespace} {
+		if err := ensureNamespace(ctx, o.Config, ns); err != nil {
+			return err
+		}
+	}
+	contentKey, err := ensureContentAccess(ctx, o.Config)
+	if err != nil {
 		return err
 	}
 	// Only objects that belong to a member cluster are cached: the hub's memory then grows
@@ -72,6 +79,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, o := range membercluster.CachedObjects() {
 		byObject[o] = cache.ByObject{Label: labels.NewSelector().Add(*owned)}
 	}
+	byObject[&flv1.Work{}] = cache.ByObject{Label: labels.NewSelector().Add(*owned)}
 	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
 		Scheme:                  Scheme(),
 		LeaderElection:          o.LeaderElect,
@@ -88,6 +96,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("hub manager: %w", err)
 	}
 	if err := (&membercluster.Reconciler{Client: mgr.GetClient(), HeartbeatGrace: o.HeartbeatGrace}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&bundle.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ContentKey: contentKey}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if o.ProbeAddr != "0" && o.ProbeAddr != "" {

@@ -51,7 +51,10 @@ func installOnMember(ctx context.Context, cs kubernetes.Interface, creds *agent.
 		},
 		func() error {
 			_, err := cs.RbacV1().ClusterRoles().Apply(ctx, rbacv1ac.ClusterRole(agentName).WithLabels(managedBy).WithRules(
-				rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("nodes", "pods").WithVerbs("get", "list", "watch"),
+				// The agent delivers whatever its Bundles hold (CRDs, RBAC, workloads): like
+				// any delivery controller it needs full access to its own cluster.
+				rbacv1ac.PolicyRule().WithAPIGroups("*").WithResources("*").WithVerbs("*"),
+				rbacv1ac.PolicyRule().WithNonResourceURLs("*").WithVerbs("*"),
 			), applyOpts())
 			return err
 		},

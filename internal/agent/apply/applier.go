@@ -60,6 +60,9 @@ type Options struct {
 	// Takeover forces ownership of fields another manager owns; without it such a conflict
 	// is an error for that object only.
 	Takeover bool
+	// Force takes ownership for these objects only: the agent restoring objects it applied
+	// before, whose fields someone else has since written.
+	Force map[Ref]bool
 }
 
 // Applier applies to one member cluster.
@@ -147,7 +150,7 @@ func (a *Applier) applyOne(ctx context.Context, obj *unstructured.Unstructured, 
 		obj.SetNamespace(ref.Namespace)
 		ri = res.Namespace(ref.Namespace)
 	}
-	_, err := ri.Apply(ctx, ref.Name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: o.Takeover})
+	_, err := ri.Apply(ctx, ref.Name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: o.Takeover || o.Force[ref]})
 	if apierrors.IsConflict(err) {
 		return fmt.Errorf("conflict: another field manager owns fields this bundle sets (%v); set the bundle's takeover option to take them over", err)
 	}
@@ -206,6 +209,22 @@ func (a *Applier) waitEstablished(ctx context.Context, ri dynamic.ResourceInterf
 	a.mapper.Reset()
 	return nil
 }
+
+// Get reads the live object of ref (nil when it does not exist).
+func (a *Applier) Get(ctx context.Context, ref Ref, m *meta.RESTMapping) (*unstructured.Unstructured, error) {
+	var ri dynamic.ResourceInterface = a.dyn.Resource(m.Resource)
+	if ref.Namespace != "" {
+		ri = a.dyn.Resource(m.Resource).Namespace(ref.Namespace)
+	}
+	u, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return u, err
+}
+
+// Dynamic is the applier's dynamic client (for watches of what it applied).
+func (a *Applier) Dynamic() dynamic.Interface { return a.dyn }
 
 // Health computes kstatus for each reference from the live object.
 func (a *Applier) Health(ctx context.Context, refs []Ref) []Result {

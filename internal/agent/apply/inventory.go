@@ -18,7 +18,12 @@ type Inventory struct {
 	Namespace string
 }
 
-const inventoryKey = "objects"
+const (
+	inventoryKey = "objects"
+	// inventoryLabel marks inventory ConfigMaps; the annotation of the same name holds the
+	// Work's name (which may be longer than a label value may be).
+	inventoryLabel = "flotilla.dev/inventory"
+)
 
 func inventoryName(work string) string { return "flotilla-inventory-" + work }
 
@@ -46,7 +51,8 @@ func (inv *Inventory) Save(ctx context.Context, work string, refs []Ref) error {
 	}
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: inventoryName(work), Namespace: inv.Namespace,
-			Labels: map[string]string{"app.kubernetes.io/managed-by": "flotilla"}},
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "flotilla", inventoryLabel: "true"},
+			Annotations: map[string]string{inventoryLabel: work}},
 		Data: map[string]string{inventoryKey: string(b)},
 	}
 	cms := inv.Client.CoreV1().ConfigMaps(inv.Namespace)
@@ -56,4 +62,28 @@ func (inv *Inventory) Save(ctx context.Context, work string, refs []Ref) error {
 	} else {
 		return err
 	}
+}
+
+// Works lists the Works that have an inventory on the member.
+func (inv *Inventory) Works(ctx context.Context) ([]string, error) {
+	list, err := inv.Client.CoreV1().ConfigMaps(inv.Namespace).List(ctx, metav1.ListOptions{LabelSelector: inventoryLabel})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, cm := range list.Items {
+		if w := cm.Annotations[inventoryLabel]; w != "" {
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Delete forgets the inventory of work.
+func (inv *Inventory) Delete(ctx context.Context, work string) error {
+	err := inv.Client.CoreV1().ConfigMaps(inv.Namespace).Delete(ctx, inventoryName(work), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
 }

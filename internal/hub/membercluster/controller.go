@@ -168,7 +168,7 @@ func (r *Reconciler) provision(ctx context.Context, mc *flv1.MemberCluster) erro
 	opts := []client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}
 	for _, ac := range []runtime.ApplyConfiguration{
 		desiredNamespace(mc), desiredServiceAccount(mc), desiredRole(mc), desiredRoleBinding(mc),
-		desiredClusterRole(mc), desiredClusterRoleBinding(mc),
+		desiredClusterRole(mc), desiredClusterRoleBinding(mc), desiredContentRoleBinding(mc),
 	} {
 		if err := r.Client.Apply(ctx, ac, opts...); err != nil {
 			return err
@@ -191,6 +191,7 @@ func (r *Reconciler) provisioned(ctx context.Context, mc *flv1.MemberCluster) bo
 		{types.NamespacedName{Namespace: ns, Name: AgentRoleName}, &rbacv1.RoleBinding{}},
 		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, &rbacv1.ClusterRole{}},
 		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, &rbacv1.ClusterRoleBinding{}},
+		{types.NamespacedName{Namespace: flv1.ContentNamespace, Name: ClusterRoleName(mc.Name)}, &rbacv1.RoleBinding{}},
 	} {
 		if err := r.Client.Get(ctx, o.key, o.obj); err != nil || !o.obj.GetDeletionTimestamp().IsZero() {
 			return false
@@ -212,6 +213,7 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *flv1.MemberCluster) error 
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: flv1.AgentServiceAccount}},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
 		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: flv1.ContentNamespace, Name: ClusterRoleName(mc.Name)}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 	} {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {

@@ -11,6 +11,7 @@ import (
 // The agent's identity on the hub, least privilege:
 //   - in its own namespace cluster-<name>: its heartbeat Lease, Events, its Works (read, and
 //     their status), and a new token for its own ServiceAccount (rotation); no Secrets;
+//   - in flotilla-content: get (never list) content chunks, by names only its Works reveal;
 //   - cluster-wide: only its own MemberCluster and that object's status, by resourceNames.
 // Nothing else: not another cluster's namespace, not any Secret, not the other MemberClusters.
 
@@ -83,5 +84,24 @@ func desiredClusterRoleBinding(mc *flv1.MemberCluster) *rbacv1ac.ClusterRoleBind
 	return rbacv1ac.ClusterRoleBinding(ClusterRoleName(mc.Name)).
 		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(ClusterRoleName(mc.Name))).
+		WithSubjects(agentSubject(mc))
+}
+
+// ContentReaderRole is the Role in the content namespace that lets agents get a content
+// chunk by name. There is no list or watch: chunk names are derived from the content hash
+// with a hub secret, so an agent can read only the chunks its own Works name.
+const ContentReaderRole = "flotilla-agent-content"
+
+// DesiredContentReaderRole is the shared Role every cluster's content RoleBinding refers to.
+func DesiredContentReaderRole() *rbacv1ac.RoleApplyConfiguration {
+	return rbacv1ac.Role(ContentReaderRole, flv1.ContentNamespace).
+		WithLabels(map[string]string{"app.kubernetes.io/managed-by": "flotilla"}).
+		WithRules(rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("contentchunks").WithVerbs("get"))
+}
+
+func desiredContentRoleBinding(mc *flv1.MemberCluster) *rbacv1ac.RoleBindingApplyConfiguration {
+	return rbacv1ac.RoleBinding(ClusterRoleName(mc.Name), flv1.ContentNamespace).
+		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
+		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(ContentReaderRole)).
 		WithSubjects(agentSubject(mc))
 }

@@ -1,0 +1,300 @@
+// Package bundle is the hub's delivery controller. For each Bundle it reads the source,
+// places it on clusters, renders it once per distinct set of matching override rules,
+// stores the result as an immutable BundleRevision (content compressed and chunked, stored
+// once for the fleet) and writes one Work per placed cluster. It then sums the Works'
+// status into the Bundle's. Decisions are pure functions (placement.Select, Render,
+// aggregate, set*Condition); Reconcile only reads the world, calls them and writes results.
+package bundle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/placement"
+)
+
+// MaxListedFailures bounds the failures named in the Ready condition's message.
+const MaxListedFailures = 5
+
+// Reconciler reconciles Bundles.
+type Reconciler struct {
+	Client client.Client
+	// APIReader reads ConfigMap sources uncached (the cache holds only their metadata).
+	APIReader client.Reader
+	// ContentKey derives chunk names (see chunkName).
+	ContentKey []byte
+
+	stored sync.Map // chunk names known to exist
+	plans  sync.Map // bundle UID -> *cachedPlan
+}
+
+// cachedPlan avoids re-rendering when only status changed.
+type cachedPlan struct {
+	key  string
+	objs []*unstructured.Unstructured
+	err  error
+}
+
+// SetupWithManager registers the controller and what it watches.
+func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flv1.Bundle{}, configMapIndex, indexConfigMaps); err != nil {
+		return err
+	}
+	toBundle := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		l := o.GetLabels()
+		if l[flv1.LabelBundleName] == "" {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: l[flv1.LabelBundleNamespace], Name: l[flv1.LabelBundleName]}}}
+	})
+	allBundles := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, _ client.Object) []reconcile.Request {
+		list := &flv1.BundleList{}
+		if err := r.Client.List(ctx, list); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
+		}
+		return out
+	})
+	byConfigMap := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &flv1.BundleList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{configMapIndex: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
+		}
+		return out
+	})
+	return ctrl.ControllerManagedBy(mgr).
+		Named("bundle").
+		For(&flv1.Bundle{}, ctrl.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}))).
+		Watches(&flv1.Work{}, toBundle).
+		Watches(&flv1.MemberCluster{}, allBundles, ctrl.WithPredicates(placementRelevant())).
+		Watches(&corev1.ConfigMap{}, byConfigMap, ctrl.OnlyMetadata).
+		Complete(r)
+}
+
+// placementRelevant passes MemberCluster changes that can change a placement or a count:
+// labels, spec (accepted, taints, owner), deletion and the Ready condition; not the facts
+// the agent reports every minute.
+func placementRelevant() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*flv1.MemberCluster), e.ObjectNew.(*flv1.MemberCluster)
+		return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
+			!n.DeletionTimestamp.IsZero() || n.IsReady() != o.IsReady()
+	}}
+}
+
+// Reconcile delivers one Bundle.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	log := logf.FromContext(ctx)
+	b := &flv1.Bundle{}
+	if err := r.Client.Get(ctx, req.NamespacedName, b); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !b.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, r.cleanup(ctx, b)
+	}
+	if !controllerutil.ContainsFinalizer(b, flv1.BundleFinalizer) {
+		patch := client.MergeFrom(b.DeepCopy())
+		controllerutil.AddFinalizer(b, flv1.BundleFinalizer)
+		if err := r.Client.Patch(ctx, b, patch); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	before := b.Status.DeepCopy()
+
+	clusters := &flv1.MemberClusterList{}
+	if err := r.Client.List(ctx, clusters); err != nil {
+		return reconcile.Result{}, err
+	}
+	works := &flv1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels{flv1.LabelBundleNamespace: b.Namespace, flv1.LabelBundleName: b.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+
+	var stallErr *StallError
+	var deliverErr error
+	if !b.Spec.Paused {
+		works.Items, deliverErr = r.deliver(ctx, b, clusters.Items, works.Items)
+		if !errors.As(deliverErr, &stallErr) && deliverErr != nil {
+			log.Error(deliverErr, "delivery failed, retrying")
+		}
+	}
+	setStalledCondition(b, stallErr)
+
+	unreachable := map[string]bool{}
+	for i := range clusters.Items {
+		if !clusters.Items[i].IsReady() {
+			unreachable[clusters.Items[i].Name] = true
+		}
+	}
+	failures := aggregate(&b.Status, works.Items, unreachable, MaxListedFailures)
+	setReadyCondition(b, failures)
+	b.Status.ObservedGeneration = b.Generation
+	if !equality.Semantic.DeepEqual(before, &b.Status) {
+		if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(&flv1.Bundle{ObjectMeta: b.ObjectMeta, Status: *before})); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if deliverErr != nil && stallErr == nil {
+		return reconcile.Result{}, deliverErr
+	}
+	return reconcile.Result{}, nil
+}
+
+// deliver places, renders, stores and writes Works. It returns the Works as they now are
+// (for counting). A StallError means nothing new was sent.
+func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv1.MemberCluster, works []flv1.Work) ([]flv1.Work, error) {
+	sel, err := placement.Select(b.Spec.Placement, clusters)
+	if err != nil {
+		return works, stall(flv1.ReasonInvalidPlacement, "%v", err)
+	}
+	b.Status.MissingClusters = sel.Missing
+	b.Status.Excluded = int32(len(sel.Tainted) + len(sel.NotAccepted))
+	byName := map[string]*flv1.MemberCluster{}
+	for i := range clusters {
+		byName[clusters[i].Name] = &clusters[i]
+	}
+	// A taint keeps new placements away; a Bundle that already runs on a cluster stays
+	// (NoSchedule, as for pods) and keeps receiving its revisions.
+	for _, n := range sel.Tainted {
+		for i := range works {
+			if works[i].Labels[flv1.LabelCluster] == n {
+				sel.Selected = append(sel.Selected, n)
+				b.Status.Excluded--
+			}
+		}
+	}
+	placed := make([]*flv1.MemberCluster, 0, len(sel.Selected))
+	for _, n := range sel.Selected {
+		placed = append(placed, byName[n])
+	}
+
+	objs, err := r.source(ctx, b)
+	if err != nil {
+		return works, err
+	}
+	plan, err := Render(objs, b.Spec.Overrides, placed)
+	if err != nil {
+		return works, err
+	}
+	rev, refs, err := r.ensureRevision(ctx, b, plan)
+	if err != nil {
+		return works, err
+	}
+	b.Status.Revision = rev.Name
+	b.Status.Variants = int32(len(rev.Status.Variants))
+
+	existing := map[string]*flv1.Work{}
+	for i := range works {
+		existing[works[i].Labels[flv1.LabelCluster]] = &works[i]
+	}
+	var errs []error
+	for _, mc := range placed {
+		spec := desiredWorkSpec(b, mc, rev.Name, refs[plan.ByCluster[mc.Name]])
+		if w := existing[mc.Name]; w != nil && upToDate(w, spec, workLabels(b, mc.Name)) {
+			continue
+		}
+		if err := r.applyWork(ctx, b, mc.Name, spec); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if w := existing[mc.Name]; w != nil {
+			w.Spec.Revision = spec.Revision // count it as moved; its status follows
+		} else {
+			works = append(works, flv1.Work{ObjectMeta: metav1.ObjectMeta{Labels: workLabels(b, mc.Name), Generation: 1}, Spec: spec})
+		}
+	}
+	isPlaced := map[string]bool{}
+	for _, n := range sel.Selected {
+		isPlaced[n] = true
+	}
+	kept := works[:0]
+	for i := range works {
+		w := works[i]
+		if isPlaced[w.Labels[flv1.LabelCluster]] {
+			kept = append(kept, w)
+			continue
+		}
+		if w.Name == "" {
+			continue
+		}
+		if err := r.Client.Delete(ctx, &w); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove Work from cluster %s: %w", w.Labels[flv1.LabelCluster], err))
+		}
+	}
+	if err := r.pruneHistory(ctx, b, rev.Name, kept); err != nil {
+		errs = append(errs, fmt.Errorf("prune revision history: %w", err))
+	}
+	return kept, errors.Join(errs...)
+}
+
+// source loads and parses the Bundle's objects, reusing the last result while the inputs
+// (generation, ConfigMap versions) are unchanged.
+func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
+	key, err := r.sourceKey(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := r.plans.Load(b.UID); ok && c.(*cachedPlan).key == key {
+		return c.(*cachedPlan).objs, c.(*cachedPlan).err
+	}
+	objs, err := r.loadSource(ctx, b)
+	var se *StallError
+	if err == nil || errors.As(err, &se) {
+		r.plans.Store(b.UID, &cachedPlan{key: key, objs: objs, err: err})
+	}
+	return objs, err
+}
+
+// cleanup removes a deleted Bundle's Works (each agent then removes or orphans the objects,
+// as spec.apply.deletionPolicy says) and its content, then lets the Bundle go.
+func (r *Reconciler) cleanup(ctx context.Context, b *flv1.Bundle) error {
+	if !controllerutil.ContainsFinalizer(b, flv1.BundleFinalizer) {
+		return nil
+	}
+	works := &flv1.WorkList{}
+	if err := r.Client.List(ctx, works, client.MatchingLabels{flv1.LabelBundleNamespace: b.Namespace, flv1.LabelBundleName: b.Name}); err != nil {
+		return err
+	}
+	for i := range works.Items {
+		if err := r.Client.Delete(ctx, &works.Items[i]); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	if err := r.Client.DeleteAllOf(ctx, &flv1.ContentChunk{}, client.InNamespace(flv1.ContentNamespace),
+		client.MatchingLabels{flv1.LabelBundleUID: string(b.UID)}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	r.plans.Delete(b.UID)
+	patch := client.MergeFrom(b.DeepCopy())
+	controllerutil.RemoveFinalizer(b, flv1.BundleFinalizer)
+	return client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
+}
+
+func toUnstructured(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }

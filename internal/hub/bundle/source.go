@@ -1,0 +1,99 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/render"
+)
+
+// sourceKey identifies the inputs of a render, so an unchanged Bundle is not re-rendered on
+// every status event: its generation and the resourceVersions of its ConfigMaps.
+func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, error) {
+	key := fmt.Sprintf("%s/%d", b.UID, b.Generation)
+	if b.Spec.Source.Inline == nil {
+		return key, nil
+	}
+	for _, ref := range b.Spec.Source.Inline.ConfigMaps {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: ref.Name}, m)
+		switch {
+		case apierrors.IsNotFound(err):
+			key += "/" + ref.Name + "@missing"
+		case err != nil:
+			return "", err
+		default:
+			key += "/" + ref.Name + "@" + m.ResourceVersion
+		}
+	}
+	return key, nil
+}
+
+// loadSource reads a Bundle's objects, in order: inline resources, then each ConfigMap's
+// keys in sorted order. Every error names where the bad input is.
+func (r *Reconciler) loadSource(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
+	in := b.Spec.Source.Inline
+	if in == nil {
+		return nil, stall(flv1.ReasonInvalidSource, "spec.source sets no source: use source.inline")
+	}
+	var objs []*unstructured.Unstructured
+	for i, raw := range in.Resources {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(raw.Raw); err != nil {
+			return nil, stall(flv1.ReasonInvalidResource, "spec.source.inline.resources[%d]: %v", i, err)
+		}
+		objs = append(objs, u)
+	}
+	for _, ref := range in.ConfigMaps {
+		cm := &corev1.ConfigMap{}
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: ref.Name}, cm)
+		if apierrors.IsNotFound(err) {
+			return nil, stall(flv1.ReasonInvalidSource, "ConfigMap %s/%s named in spec.source.inline.configMaps does not exist", b.Namespace, ref.Name)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read ConfigMap %s: %w", ref.Name, err)
+		}
+		keys := make([]string, 0, len(cm.Data))
+		for k := range cm.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if strings.TrimSpace(cm.Data[k]) == "" {
+				continue
+			}
+			docs, err := render.ParseYAML([]byte(cm.Data[k]))
+			if err != nil {
+				return nil, stall(flv1.ReasonInvalidSource, "ConfigMap %s key %s: %v", ref.Name, k, err)
+			}
+			objs = append(objs, docs...)
+		}
+	}
+	return objs, nil
+}
+
+// configMapIndex indexes Bundles by the ConfigMaps they read, so a ConfigMap change reaches them.
+const configMapIndex = "spec.source.inline.configMaps"
+
+func indexConfigMaps(o client.Object) []string {
+	b, ok := o.(*flv1.Bundle)
+	if !ok || b.Spec.Source.Inline == nil {
+		return nil
+	}
+	var out []string
+	for _, ref := range b.Spec.Source.Inline.ConfigMaps {
+		out = append(out, ref.Name)
+	}
+	return out
+}
