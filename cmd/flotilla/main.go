@@ -10,8 +10,10 @@ import (
 )
 
 func main() {
-	if err := cli.NewRoot().ExecuteContext(context.Background()); err != nil {
+	err := cli.NewRoot().ExecuteContext(context.Background())
+	code, silent := cli.ExitCode(err)
+	if !silent {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
 	}
+	os.Exit(code)
 }

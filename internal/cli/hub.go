@@ -17,7 +17,10 @@ func newHubCmd(g *globals) *cobra.Command {
 		Long: `Run Flotilla's hub controllers. They install Flotilla's CRDs, and for every accepted
 MemberCluster create the hub namespace cluster-<name>, the agent's ServiceAccount and its
 least-privilege RBAC, and track the agent's heartbeat: a cluster whose heartbeat is older than
-the grace period is marked Ready=False (reason Unreachable).
+the grace period is marked Ready=False (reason Unreachable). For every Bundle they select the
+clusters, render the content once per distinct set of overrides, store it as an immutable
+BundleRevision and write one Work per cluster, then gather the agents' reports into the
+Bundle's status.
 
 Several replicas may run; leader election lets one reconcile at a time.`,
 		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig
@@ -40,6 +43,8 @@ Several replicas may run; leader election lets one reconcile at a time.`,
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
 	f.DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "mark a cluster Unreachable when its agent's heartbeat is older than this (default 5 x the interval the agent declares)")
 	f.BoolVar(&o.InstallCRDs, "install-crds", true, "install or upgrade Flotilla's CRDs at start")
+	f.Float32Var(&o.QPS, "kube-api-qps", hub.DefaultQPS, "requests per second to the hub API server (fan-out writes one Work per cluster)")
+	f.IntVar(&o.Burst, "kube-api-burst", hub.DefaultBurst, "burst of requests to the hub API server")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")
 	return cmd
 }

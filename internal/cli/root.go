@@ -42,7 +42,7 @@ Try a local fleet:  flotilla lab up && export KUBECONFIG=$(flotilla lab kubeconf
 	}
 	root.PersistentFlags().StringVar(&g.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG, then ~/.kube/config)")
 	root.PersistentFlags().StringVar(&g.hubContext, "hub-context", "", "context in the hub kubeconfig (default: its current context)")
-	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newBreakGlassCmd(g), newLabCmd(), newVersionCmd())
+	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newLabCmd(), newVersionCmd())
 	return root
 }
 

@@ -42,7 +42,18 @@ type Options struct {
 	HeartbeatGrace time.Duration
 	// InstallCRDs installs or upgrades Flotilla's CRDs at start.
 	InstallCRDs bool
+	// QPS and Burst bound the hub's requests to its API server (defaults DefaultQPS and
+	// DefaultBurst). A Bundle change writes one Work per cluster, so these bound fan-out.
+	QPS   float32
+	Burst int
 }
+
+// The hub's default client rate limits: the hub API server is Flotilla's own, and its
+// priority-and-fairness limits protect it; a low client limit would only slow fan-out.
+const (
+	DefaultQPS   = 500
+	DefaultBurst = 1000
+)
 
 // Scheme knows the built-in kinds and Flotilla's.
 func Scheme() *runtime.Scheme {
@@ -58,6 +69,14 @@ func Scheme() *runtime.Scheme {
 
 // Run starts the hub and blocks until ctx ends.
 func Run(ctx context.Context, o Options) error {
+	o.Config = rest.CopyConfig(o.Config)
+	o.Config.QPS, o.Config.Burst = o.QPS, o.Burst
+	if o.Config.QPS <= 0 {
+		o.Config.QPS = DefaultQPS
+	}
+	if o.Config.Burst <= 0 {
+		o.Config.Burst = DefaultBurst
+	}
 	if o.InstallCRDs {
 		if err := InstallCRDs(ctx, o.Config); err != nil {
 			return err

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,7 +78,7 @@ type workState struct {
 	work     *flv1.Work // desired, from the hub or the member cache
 	hash     string     // content hash of objs
 	objs     []*unstructured.Unstructured
-	applied  string // specKey of the Work last fully applied
+	applied  string          // specKey of the Work last fully applied
 	status   flv1.WorkStatus // last status computed
 	reported bool            // status reached the hub
 	cachedRV string          // resourceVersion of the Work last written to the member cache

@@ -21,12 +21,12 @@ const MaxDriftFields = 20
 type outcome struct {
 	// blocked: nothing was applied, for this reason (content, variables, unknown kinds).
 	blockedReason, blockedMessage string
-	results                      []apply.Result // apply errors, per object
-	health                       []apply.Result // kstatus, per object
-	drift                        map[apply.Ref][]drift.Difference
-	corrected                    int // objects restored in this pass
-	breakGlass                   *flv1.BreakGlass
-	mode                         flv1.DriftMode
+	results                       []apply.Result // apply errors, per object
+	health                        []apply.Result // kstatus, per object
+	drift                         map[apply.Ref][]drift.Difference
+	corrected                     int // objects restored in this pass
+	breakGlass                    *flv1.BreakGlass
+	mode                          flv1.DriftMode
 }
 
 // buildStatus turns an outcome into Work status. prev carries what this pass did not

@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -43,8 +44,9 @@ type Reconciler struct {
 	// ContentKey derives chunk names (see chunkName).
 	ContentKey []byte
 
-	stored sync.Map // chunk names known to exist
-	plans  sync.Map // bundle UID -> *cachedPlan
+	stored  sync.Map // chunk names known to exist
+	plans   sync.Map // bundle UID -> *cachedPlan
+	written sync.Map // Work namespace/name -> writtenWork: what this hub last wrote
 }
 
 // cachedPlan avoids re-rendering when only status changed.
@@ -214,20 +216,35 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	for i := range works {
 		existing[works[i].Labels[flv1.LabelCluster]] = &works[i]
 	}
-	var errs []error
+	type write struct {
+		cluster string
+		spec    flv1.WorkSpec
+		err     error
+	}
+	var writes []*write
 	for _, mc := range placed {
 		spec := desiredWorkSpec(b, mc, rev.Name, refs[plan.ByCluster[mc.Name]])
-		if w := existing[mc.Name]; w != nil && upToDate(w, spec, workLabels(b, mc.Name)) {
+		if w := existing[mc.Name]; w != nil && (upToDate(w, spec, workLabels(b, mc.Name)) || r.cacheLags(w, spec)) {
 			continue
 		}
-		if err := r.applyWork(ctx, b, mc.Name, spec); err != nil {
-			errs = append(errs, err)
+		// err stays set for a write that never ran (the context ended first).
+		writes = append(writes, &write{cluster: mc.Name, spec: spec, err: fmt.Errorf("write Work for cluster %s: not attempted, stopping", mc.Name)})
+	}
+	// Works are independent objects: write them concurrently, so fan-out is bounded by the
+	// API server and the client's rate limit, not by one request's round trip.
+	workqueue.ParallelizeUntil(ctx, WorkWriters, len(writes), func(i int) {
+		writes[i].err = r.applyWork(ctx, b, writes[i].cluster, writes[i].spec, r.remember)
+	})
+	var errs []error
+	for _, wr := range writes {
+		if wr.err != nil {
+			errs = append(errs, wr.err)
 			continue
 		}
-		if w := existing[mc.Name]; w != nil {
-			w.Spec.Revision = spec.Revision // count it as moved; its status follows
+		if w := existing[wr.cluster]; w != nil {
+			w.Spec.Revision = wr.spec.Revision // count it as moved; its status follows
 		} else {
-			works = append(works, flv1.Work{ObjectMeta: metav1.ObjectMeta{Labels: workLabels(b, mc.Name), Generation: 1}, Spec: spec})
+			works = append(works, flv1.Work{ObjectMeta: metav1.ObjectMeta{Labels: workLabels(b, wr.cluster), Generation: 1}, Spec: wr.spec})
 		}
 	}
 	isPlaced := map[string]bool{}
@@ -244,6 +261,7 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 		if w.Name == "" {
 			continue
 		}
+		r.written.Delete(w.Namespace + "/" + w.Name)
 		if err := r.Client.Delete(ctx, &w); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove Work from cluster %s: %w", w.Labels[flv1.LabelCluster], err))
 		}
@@ -264,7 +282,7 @@ func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructure
 	if c, ok := r.plans.Load(b.UID); ok && c.(*cachedPlan).key == key {
 		return c.(*cachedPlan).objs, c.(*cachedPlan).err
 	}
-	objs, err := r.loadSource(ctx, b)
+	objs, err := LoadSource(ctx, r.APIReader, b)
 	var se *StallError
 	if err == nil || errors.As(err, &se) {
 		r.plans.Store(b.UID, &cachedPlan{key: key, objs: objs, err: err})
@@ -297,4 +315,6 @@ func (r *Reconciler) cleanup(ctx context.Context, b *flv1.Bundle) error {
 	return client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
 }
 
-func toUnstructured(m map[string]any) *unstructured.Unstructured { return &unstructured.Unstructured{Object: m} }
+func toUnstructured(m map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: m}
+}

@@ -40,9 +40,9 @@ func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, err
 	return key, nil
 }
 
-// loadSource reads a Bundle's objects, in order: inline resources, then each ConfigMap's
-// keys in sorted order. Every error names where the bad input is.
-func (r *Reconciler) loadSource(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
+// LoadSource reads a Bundle's objects, in order: inline resources, then each ConfigMap's
+// keys in sorted order. Every error names where the bad input is. The CLI's diff calls it too.
+func LoadSource(ctx context.Context, reader client.Reader, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
 	in := b.Spec.Source.Inline
 	if in == nil {
 		return nil, stall(flv1.ReasonInvalidSource, "spec.source sets no source: use source.inline")
@@ -57,7 +57,7 @@ func (r *Reconciler) loadSource(ctx context.Context, b *flv1.Bundle) ([]*unstruc
 	}
 	for _, ref := range in.ConfigMaps {
 		cm := &corev1.ConfigMap{}
-		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: ref.Name}, cm)
+		err := reader.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: ref.Name}, cm)
 		if apierrors.IsNotFound(err) {
 			return nil, stall(flv1.ReasonInvalidSource, "ConfigMap %s/%s named in spec.source.inline.configMaps does not exist", b.Namespace, ref.Name)
 		}

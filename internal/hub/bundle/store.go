@@ -65,7 +65,7 @@ func (r *Reconciler) ensureRevision(ctx context.Context, b *flv1.Bundle, p *Plan
 		}
 		rev = &flv1.BundleRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace,
-				Labels: map[string]string{flv1.LabelBundleName: b.Name, flv1.LabelBundleUID: string(b.UID)},
+				Labels:          map[string]string{flv1.LabelBundleName: b.Name, flv1.LabelBundleUID: string(b.UID)},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, flv1.GroupVersion.WithKind("Bundle"))}},
 			Spec: flv1.BundleRevisionSpec{Bundle: b.Name, Hash: p.Hash, BundleGeneration: b.Generation,
 				Base: baseRef, Overrides: b.Spec.Overrides},

@@ -47,8 +47,9 @@ func upToDate(w *flv1.Work, spec flv1.WorkSpec, lbls map[string]string) bool {
 	return equality.Semantic.DeepEqual(have, spec)
 }
 
-// applyWork server-side-applies the hub's part of a Work.
-func (r *Reconciler) applyWork(ctx context.Context, b *flv1.Bundle, cluster string, spec flv1.WorkSpec) error {
+// applyWork server-side-applies the hub's part of a Work, and passes what the API server
+// returned to written.
+func (r *Reconciler) applyWork(ctx context.Context, b *flv1.Bundle, cluster string, spec flv1.WorkSpec, written func(key string, gen int64, spec flv1.WorkSpec)) error {
 	w := &flv1.Work{Spec: spec}
 	w.APIVersion, w.Kind = flv1.GroupVersion.String(), "Work"
 	w.Name, w.Namespace = flv1.WorkName(b.Namespace, b.Name), flv1.ClusterNamespace(cluster)
@@ -59,9 +60,36 @@ func (r *Reconciler) applyWork(ctx context.Context, b *flv1.Bundle, cluster stri
 	}
 	delete(m, "status")
 	delete(m["metadata"].(map[string]any), "creationTimestamp")
-	u := client.ApplyConfigurationFromUnstructured(toUnstructured(m))
-	if err := r.Client.Apply(ctx, u, client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	u := toUnstructured(m)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
 		return fmt.Errorf("write Work for cluster %s: %w", cluster, err)
 	}
+	written(w.Namespace+"/"+w.Name, u.GetGeneration(), spec)
 	return nil
 }
+
+// writtenWork is the generation and spec of a Work as this hub last wrote it.
+type writtenWork struct {
+	generation int64
+	spec       flv1.WorkSpec
+}
+
+func (r *Reconciler) remember(key string, gen int64, spec flv1.WorkSpec) {
+	r.written.Store(key, writtenWork{generation: gen, spec: spec})
+}
+
+// cacheLags reports whether the cached Work is older than what this hub already wrote with
+// the same desired spec. Reconciles triggered by status events often see such a stale
+// cache; writing again would double the fan-out's writes for nothing. A Work changed by
+// someone else after our write has a newer generation, so it is written again.
+func (r *Reconciler) cacheLags(cached *flv1.Work, spec flv1.WorkSpec) bool {
+	v, ok := r.written.Load(cached.Namespace + "/" + cached.Name)
+	if !ok {
+		return false
+	}
+	ww := v.(writtenWork)
+	return cached.Generation < ww.generation && equality.Semantic.DeepEqual(ww.spec, spec)
+}
+
+// WorkWriters is how many Works one reconcile writes at once.
+const WorkWriters = 32
