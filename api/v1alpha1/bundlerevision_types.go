@@ -22,7 +22,7 @@ type RevisionVariant struct {
 	// Overrides are the names of the matching rules, in order; empty for the base.
 	// +optional
 	// +listType=atomic
-	Overrides []string `json:"overrides,omitempty"`
+	Overrides []string         `json:"overrides,omitempty"`
 	Content   ContentReference `json:"content"`
 }
 

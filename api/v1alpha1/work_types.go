@@ -94,9 +94,9 @@ type FieldDrift struct {
 // ResourceStatus is the state of one delivered object.
 type ResourceStatus struct {
 	// +optional
-	Group     string `json:"group,omitempty"`
-	Version   string `json:"version"`
-	Kind      string `json:"kind"`
+	Group   string `json:"group,omitempty"`
+	Version string `json:"version"`
+	Kind    string `json:"kind"`
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name"`

@@ -76,4 +76,3 @@ func runBaseline(b *testing.B, n int, how string) {
 
 func BenchmarkBaselineApply1000(b *testing.B)  { runBaseline(b, 1000, "apply") }
 func BenchmarkBaselineUpdate1000(b *testing.B) { runBaseline(b, 1000, "update") }
-

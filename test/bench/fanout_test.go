@@ -45,7 +45,9 @@ func TestMain(m *testing.M) {
 	cfg := env.Hub.Config
 	done := make(chan error, 1)
 	// The hub runs with its shipped defaults (client rate limits included).
-	go func() { done <- hub.Run(ctx, hub.Options{Config: cfg, InstallCRDs: true, MetricsAddr: "0", ProbeAddr: "0"}) }()
+	go func() {
+		done <- hub.Run(ctx, hub.Options{Config: cfg, InstallCRDs: true, MetricsAddr: "0", ProbeAddr: "0"})
+	}()
 	if err := waitForHub(ctx, cfg, done); err != nil {
 		fmt.Fprintln(os.Stderr, "start hub:", err)
 		cancel()
@@ -83,8 +85,8 @@ func waitForHub(ctx context.Context, cfg *rest.Config, done <-chan error) error 
 // fleet is N simulated members: MemberClusters on the real hub, and one in-memory agent
 // loop per fleet that writes each Work's status as a real agent would after applying.
 type fleet struct {
-	c       client.Client
-	n       int
+	c  client.Client
+	n  int
 	mu sync.Mutex
 	// seen records, per revision, when each cluster's Work first reported it applied:
 	// recorded for every revision, because the awaited one is known only after the hub

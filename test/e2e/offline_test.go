@@ -58,4 +58,3 @@ func TestDriftCorrectedWhileHubDown(t *testing.T) {
 		return nil
 	})
 }
-

@@ -55,7 +55,9 @@ func TestAgentReadsOnlyContentItsWorksName(t *testing.T) {
 		{"read the BundleRevision", func() error {
 			return c.Get(ctx, types.NamespacedName{Namespace: "team-secret", Name: bWork.Spec.Revision}, &flv1.BundleRevision{})
 		}},
-		{"read the Bundle", func() error { return c.Get(ctx, types.NamespacedName{Namespace: "team-secret", Name: "only-b"}, &flv1.Bundle{}) }},
+		{"read the Bundle", func() error {
+			return c.Get(ctx, types.NamespacedName{Namespace: "team-secret", Name: "only-b"}, &flv1.Bundle{})
+		}},
 	} {
 		if err := f.do(); !apierrors.IsForbidden(err) {
 			t.Errorf("agent of %s may %s: want 403, got %v", a, f.what, err)
