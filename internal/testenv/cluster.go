@@ -97,7 +97,8 @@ func (e *Env) startClusterOnce(ctx context.Context, name string, hub bool, nodes
 		"--service-cluster-ip-range", "10.96.0.0/16",
 		"--endpoint-reconciler-type", "none",
 		"--allow-privileged",
-		"--profiling=false",
+		// FLOTILLA_APISERVER_PROFILING=1 serves /debug/pprof, to profile a benchmark's API server.
+		"--profiling=" + fmt.Sprint(os.Getenv("FLOTILLA_APISERVER_PROFILING") != ""),
 	}, filepath.Join(dir, "kube-apiserver.log"), e.detached)
 	if err != nil {
 		return nil, err
