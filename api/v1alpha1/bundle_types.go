@@ -161,6 +161,17 @@ type BundleSpec struct {
 	// What runs keeps running and drift is still handled.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// Rollout is the strategy that moves a new revision through the fleet: waves, soak,
+	// approvals, timeouts and a failure budget. Without it a new revision goes to every
+	// targeted cluster at once.
+	// +optional
+	Rollout *RolloutStrategy `json:"rollout,omitempty"`
+	// RolloutHistoryLimit is how many finished Rollouts are kept as the audit trail (default 10).
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	RolloutHistoryLimit *int32 `json:"rolloutHistoryLimit,omitempty"`
 	// RevisionHistoryLimit is how many revisions are kept for instant rollback (default 10).
 	// +optional
 	// +kubebuilder:default=10

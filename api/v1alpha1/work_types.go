@@ -77,6 +77,27 @@ type WorkSpec struct {
 	// BreakGlass, when set and not expired, suspends drift correction (drift is reported).
 	// +optional
 	BreakGlass *BreakGlass `json:"breakGlass,omitempty"`
+	// Rollout is the hub's record of this cluster in the Bundle's rollouts: which rollout
+	// last moved it, when, and whether it counted as failed. The agent ignores it.
+	// +optional
+	Rollout *WorkRollout `json:"rollout,omitempty"`
+}
+
+// WorkRollout is one cluster's part in a rollout, kept in its Work so that no object grows
+// with the fleet. The hub writes it together with every move of spec.revision.
+type WorkRollout struct {
+	// Name of the Rollout that last moved this cluster.
+	Name string `json:"name"`
+	// Wave the cluster was in when it moved.
+	Wave string `json:"wave"`
+	// MovedAt is when spec.revision was last set by that rollout.
+	MovedAt metav1.Time `json:"movedAt"`
+	// FailedAt is when the rollout counted this cluster as failed.
+	// +optional
+	FailedAt *metav1.Time `json:"failedAt,omitempty"`
+	// FailureReason says why.
+	// +optional
+	FailureReason string `json:"failureReason,omitempty"`
 }
 
 // FieldDrift is one field that differs between what was delivered and what runs.
