@@ -149,7 +149,7 @@ type RolloutAction struct {
 	// +kubebuilder:validation:Enum=Pause;Resume;Abort;Rollback
 	Action string `json:"action"`
 	// +kubebuilder:validation:MinLength=1
-	By string    `json:"by"`
+	By string      `json:"by"`
 	At metav1.Time `json:"at"`
 	// +optional
 	Reason string `json:"reason,omitempty"`

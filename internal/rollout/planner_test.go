@@ -21,8 +21,8 @@ func atp(d time.Duration) *metav1.Time {
 	return &t
 }
 func dur(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
-func num(n int) *intstr.IntOrString     { v := intstr.FromInt32(int32(n)); return &v }
-func pct(s string) *intstr.IntOrString   { v := intstr.FromString(s); return &v }
+func num(n int) *intstr.IntOrString        { v := intstr.FromInt32(int32(n)); return &v }
+func pct(s string) *intstr.IntOrString     { v := intstr.FromString(s); return &v }
 
 func sel(kv ...string) metav1.LabelSelector {
 	m := map[string]string{}
@@ -495,7 +495,7 @@ func TestCompute(t *testing.T) {
 		}),
 		clusters: []Cluster{
 			cl("c1", "web-b", prodUS, "moved@0s", "wave=canary", "healthy"), // was ring 0, relabelled
-			cl("c2", "web-a", prodEU, "healthy"),                           // was ring 0, now prod-eu
+			cl("c2", "web-a", prodEU, "healthy"),                            // was ring 0, now prod-eu
 		},
 		now:    time.Minute,
 		phase:  flv1.PhaseSoaking,
