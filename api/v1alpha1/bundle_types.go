@@ -26,6 +26,8 @@ const (
 	ReasonProgressing      = "Progressing"      // some clusters are not yet available at the revision
 	ReasonAvailable        = "Available"        // every targeted cluster is available at the revision
 	ReasonFailing          = "Failing"          // some clusters failed to apply or are unhealthy
+	ReasonRolloutHalted    = "RolloutHalted"    // the rollout stopped: see status.rollout
+	ReasonRolledBack       = "RolledBack"       // the rollout returned the fleet to its previous revision
 )
 
 // Labels the hub puts on the objects it derives from a Bundle.
@@ -244,6 +246,23 @@ type BundleStatus struct {
 	// Excluded counts clusters the placement would select but that are tainted or not accepted.
 	// +optional
 	Excluded int32 `json:"excluded,omitempty"`
+	// Rollout is the Bundle's latest Rollout, when it has a rollout strategy.
+	// +optional
+	Rollout *BundleRolloutStatus `json:"rollout,omitempty"`
+}
+
+// BundleRolloutStatus summarizes the Bundle's latest Rollout.
+type BundleRolloutStatus struct {
+	// Name of the Rollout (same namespace).
+	Name string `json:"name"`
+	// +optional
+	Phase RolloutPhase `json:"phase,omitempty"`
+	// From and To revisions.
+	// +optional
+	From string `json:"from,omitempty"`
+	To   string `json:"to"`
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // Bundle is what to deliver to the fleet and where: objects, placement, overrides.
@@ -256,6 +275,7 @@ type BundleStatus struct {
 // +kubebuilder:printcolumn:name="Targeted",type=integer,JSONPath=`.status.targeted`
 // +kubebuilder:printcolumn:name="Available",type=integer,JSONPath=`.status.available`
 // +kubebuilder:printcolumn:name="Failed",type=integer,JSONPath=`.status.failed`
+// +kubebuilder:printcolumn:name="Rollout",type=string,JSONPath=`.status.rollout.phase`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Bundle struct {

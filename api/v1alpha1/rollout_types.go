@@ -1,9 +1,20 @@
 package v1alpha1
 
 import (
+	"strconv"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
+
+// LabelRolloutSeq numbers a Bundle's Rollouts: <bundle>-<seq> is the seq-th.
+const LabelRolloutSeq = "flotilla.dev/rollout-seq"
+
+// Seq is the rollout's number among its Bundle's Rollouts (0 when unlabelled).
+func (r *Rollout) Seq() int {
+	n, _ := strconv.Atoi(r.Labels[LabelRolloutSeq])
+	return n
+}
 
 // RemainingWave is the name of the implicit last wave: the clusters that match no wave.
 const RemainingWave = "remaining"
@@ -158,7 +169,7 @@ type RolloutAction struct {
 // RolloutSpec is one move of a Bundle from one revision to another, and what people said
 // about it. The hub creates it; people act on it (the CLI or kubectl).
 // +kubebuilder:validation:XValidation:rule="self.bundle == oldSelf.bundle && self.from == oldSelf.from && self.to == oldSelf.to",message="bundle, from and to of a Rollout never change"
-// +kubebuilder:validation:XValidation:rule="!oldSelf.rollback || self.rollback",message="a rollback, once asked for, cannot be withdrawn"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.rollback) || !oldSelf.rollback || (has(self.rollback) && self.rollback)",message="a rollback, once asked for, cannot be withdrawn"
 type RolloutSpec struct {
 	// Bundle (same namespace).
 	Bundle string `json:"bundle"`
@@ -221,8 +232,10 @@ type WaveStatus struct {
 // FailureBudgetStatus is the budget of failures over the whole rollout.
 type FailureBudgetStatus struct {
 	// Allowed failures.
+	// +optional
 	Allowed int32 `json:"allowed"`
 	// Used: clusters counted as failed so far.
+	// +optional
 	Used int32 `json:"used"`
 }
 
@@ -249,14 +262,19 @@ type ClusterFailure struct {
 // RolloutClusterCounts sum the clusters of a rollout.
 type RolloutClusterCounts struct {
 	// Total clusters in the rollout (placed now).
+	// +optional
 	Total int32 `json:"total"`
 	// Updated: clusters whose Work asks for the new revision.
+	// +optional
 	Updated int32 `json:"updated"`
 	// Healthy: updated clusters that applied it and are available.
+	// +optional
 	Healthy int32 `json:"healthy"`
 	// Failed: clusters counted as failed.
+	// +optional
 	Failed int32 `json:"failed"`
 	// Unreachable clusters (stale heartbeat).
+	// +optional
 	Unreachable int32 `json:"unreachable"`
 }
 

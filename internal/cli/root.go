@@ -29,7 +29,7 @@ func NewRoot() *cobra.Command {
 		Long: `Flotilla manages a fleet of Kubernetes clusters from one hub: an inventory of member
 clusters with owners and labels, and Bundles: one shared baseline delivered to every cluster
 that should have it, with per-cluster overrides, drift correction and offline operation.
-(Progressive rollouts come next.)
+and progressive rollouts: waves, soak, approvals, a failure budget, halt and undo.
 
 The hub is a Kubernetes API server running "flotilla hub"; each member runs "flotilla agent",
 which only needs outbound access to the hub. Commands that talk to the hub use
@@ -42,7 +42,7 @@ Try a local fleet:  flotilla lab up && export KUBECONFIG=$(flotilla lab kubeconf
 	}
 	root.PersistentFlags().StringVar(&g.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG, then ~/.kube/config)")
 	root.PersistentFlags().StringVar(&g.hubContext, "hub-context", "", "context in the hub kubeconfig (default: its current context)")
-	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newLabCmd(), newVersionCmd())
+	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newRolloutCmd(g), newLabCmd(), newVersionCmd())
 	return root
 }
 

@@ -117,7 +117,8 @@ func Run(ctx context.Context, o Options) error {
 	if err := (&membercluster.Reconciler{Client: mgr.GetClient(), HeartbeatGrace: o.HeartbeatGrace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&bundle.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ContentKey: contentKey}).SetupWithManager(mgr); err != nil {
+	if err := (&bundle.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ContentKey: contentKey,
+		Events: mgr.GetEventRecorder("flotilla-hub")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if o.ProbeAddr != "0" && o.ProbeAddr != "" {

@@ -85,7 +85,7 @@ func ApplyOverrides(objs []*unstructured.Unstructured, rules []flv1.OverrideRule
 			out[i] = patched
 		}
 		if hit == 0 {
-			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("target %s matches no object of the bundle", describe(r.Target))}
+			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("target %s matches no object of the bundle%s", describe(r.Target), groupHint(r.Target, out))}
 		}
 	}
 	return out, nil
@@ -140,6 +140,18 @@ func mergePatch(doc, patch []byte, gvk schema.GroupVersionKind) ([]byte, error) 
 		return strategicpatch.StrategicMergePatch(doc, patch, typed)
 	}
 	return jsonpatch.MergePatch(doc, patch)
+}
+
+// groupHint suggests the group when the target would match an object but for its group:
+// "Deployment" without group "apps" is the most common slip.
+func groupHint(s flv1.ResourceSelector, objs []*unstructured.Unstructured) string {
+	for _, o := range objs {
+		g := o.GroupVersionKind().Group
+		if g != s.Group && o.GetKind() == s.Kind && (s.Name == "" || s.Name == o.GetName()) && (s.Namespace == "" || s.Namespace == o.GetNamespace()) {
+			return fmt.Sprintf(" (a %s of group %q has that name: set target.group: %q)", o.GetKind(), g, g)
+		}
+	}
+	return ""
 }
 
 func objectName(o *unstructured.Unstructured) string {

@@ -96,7 +96,7 @@ func TestApplyOverrides(t *testing.T) {
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: raw("1")}}}}, nil,
 			`override rule "typo": target Deployment.apps /wbe matches no object`},
 		{"group must match too", []flv1.OverrideRule{{Name: "core", Target: flv1.ResourceSelector{Kind: "Deployment"},
-			JSONPatch: []flv1.JSONPatchOperation{{Op: "remove", Path: "/spec"}}}}, nil, "matches no object"},
+			JSONPatch: []flv1.JSONPatchOperation{{Op: "remove", Path: "/spec"}}}}, nil, `matches no object of the bundle (a Deployment of group "apps" has that name: set target.group: "apps")`},
 		{"patch that does not apply", []flv1.OverrideRule{{Name: "bad-path", Target: deployment,
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/nope/x", Value: raw("1")}}}}, nil,
 			`override rule "bad-path": Deployment shop/web: jsonPatch`},

@@ -54,8 +54,8 @@ func (p *planner) summarize() {
 	st.Message = p.message()
 }
 
-// byDimension counts failures per value of each dimension label, values with failures only,
-// most failures (then highest share) first.
+// byDimension counts failures per value of each dimension label (clusters without the
+// label are left out), values with failures only, most failures (then highest share) first.
 func (p *planner) byDimension() []flv1.DimensionFailures {
 	keys := p.ro.Spec.Strategy.DimensionLabels
 	if len(keys) == 0 {
@@ -65,7 +65,10 @@ func (p *planner) byDimension() []flv1.DimensionFailures {
 	for _, k := range keys {
 		total, failed := map[string]int32{}, map[string]int32{}
 		for _, m := range p.members {
-			v := m.Labels[k]
+			v, ok := m.Labels[k]
+			if !ok {
+				continue // a cluster without the label says nothing about where failures concentrate
+			}
 			total[v]++
 			if m.failed != nil {
 				failed[v]++

@@ -60,13 +60,13 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	env, err = testenv.Start(ctx, testenv.Options{Members: 6, NodesPerMember: 2})
+	env, err = testenv.Start(ctx, testenv.Options{Members: 9, NodesPerMember: 2})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start test environment:", err)
 		return 1
 	}
 	defer env.Stop()
-	fmt.Fprintf(os.Stderr, "e2e: hub + 6 members (2 nodes each) ready in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "e2e: hub + 9 members (2 nodes each) ready in %s\n", time.Since(start).Round(time.Millisecond))
 	defer stopLocalAgents()
 
 	hubLog := filepath.Join(work, "hub.log")
@@ -134,8 +134,8 @@ var (
 
 // memberLabels gives each test member a distinct, realistic label set.
 func memberLabels(i int) string {
-	envs := []string{"dev", "staging", "prod", "prod", "prod", "prod"}
-	regions := []string{"eu-west", "us-east", "eu-west", "us-east", "ap-south", "ap-south"}
+	envs := []string{"dev", "staging", "prod", "prod", "prod", "prod", "prod", "prod", "prod"}
+	regions := []string{"eu-west", "us-east", "eu-west", "us-east", "ap-south", "ap-south", "us-east", "ap-south", "eu-west"}
 	return fmt.Sprintf("env=%s,region=%s,flotilla.dev/ring=%d", envs[i], regions[i], i)
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -18,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,6 +33,7 @@ import (
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 	"flotilla.dev/flotilla/internal/placement"
+	"flotilla.dev/flotilla/internal/rollout"
 )
 
 // MaxListedFailures bounds the failures named in the Ready condition's message.
@@ -43,6 +46,8 @@ type Reconciler struct {
 	APIReader client.Reader
 	// ContentKey derives chunk names (see chunkName).
 	ContentKey []byte
+	// Events records rollout transitions on Bundles and Rollouts.
+	Events events.EventRecorder
 
 	stored  sync.Map // chunk names known to exist
 	plans   sync.Map // bundle UID -> *cachedPlan
@@ -95,6 +100,8 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		For(&flv1.Bundle{}, ctrl.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}))).
 		Watches(&flv1.Work{}, toBundle).
+		// People act on a Rollout through its spec; its status is this controller's own.
+		Watches(&flv1.Rollout{}, toBundle, ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&flv1.MemberCluster{}, allBundles, ctrl.WithPredicates(placementRelevant())).
 		Watches(&corev1.ConfigMap{}, byConfigMap, ctrl.OnlyMetadata).
 		Complete(r)
@@ -141,8 +148,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 	var stallErr *StallError
 	var deliverErr error
+	var d delivered
 	if !b.Spec.Paused {
-		works.Items, deliverErr = r.deliver(ctx, b, clusters.Items, works.Items)
+		d, deliverErr = r.deliver(ctx, b, clusters.Items, works.Items)
+		works.Items = d.works
 		if !errors.As(deliverErr, &stallErr) && deliverErr != nil {
 			log.Error(deliverErr, "delivery failed, retrying")
 		}
@@ -166,15 +175,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if deliverErr != nil && stallErr == nil {
 		return reconcile.Result{}, deliverErr
 	}
-	return reconcile.Result{}, nil
+	return reconcile.Result{RequeueAfter: d.requeueAfter}, nil
 }
 
-// deliver places, renders, stores and writes Works. It returns the Works as they now are
-// (for counting). A StallError means nothing new was sent.
-func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv1.MemberCluster, works []flv1.Work) ([]flv1.Work, error) {
+// delivered is what one delivery step did: the Works as they now are (for counting), and
+// when a rollout governs the Bundle, its Rollout and when its next time-based step is due.
+type delivered struct {
+	works        []flv1.Work
+	requeueAfter time.Duration
+}
+
+// deliver places, renders, stores and writes Works, through the Bundle's rollout when it has
+// a strategy. A StallError means nothing new was sent.
+func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv1.MemberCluster, works []flv1.Work) (delivered, error) {
 	sel, err := placement.Select(b.Spec.Placement, clusters)
 	if err != nil {
-		return works, stall(flv1.ReasonInvalidPlacement, "%v", err)
+		return delivered{works: works}, stall(flv1.ReasonInvalidPlacement, "%v", err)
 	}
 	b.Status.MissingClusters = sel.Missing
 	b.Status.Excluded = int32(len(sel.Tainted) + len(sel.NotAccepted))
@@ -199,15 +215,15 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 
 	objs, err := r.source(ctx, b)
 	if err != nil {
-		return works, err
+		return delivered{works: works}, err
 	}
 	plan, err := Render(objs, b.Spec.Overrides, placed)
 	if err != nil {
-		return works, err
+		return delivered{works: works}, err
 	}
 	rev, refs, err := r.ensureRevision(ctx, b, plan)
 	if err != nil {
-		return works, err
+		return delivered{works: works}, err
 	}
 	b.Status.Revision = rev.Name
 	b.Status.Variants = int32(len(rev.Status.Variants))
@@ -216,15 +232,52 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	for i := range works {
 		existing[works[i].Labels[flv1.LabelCluster]] = &works[i]
 	}
+	// Each placed cluster's Work asks for the current revision, unless a rollout decides
+	// cluster by cluster.
+	targets := make(map[string]target, len(placed))
+	for _, mc := range placed {
+		targets[mc.Name] = target{revision: rev.Name}
+	}
+	var ro *flv1.Rollout
+	var roPlan rollout.Plan
+	if b.Spec.Rollout != nil {
+		if ro, err = r.ensureRollout(ctx, b, rev.Name, works); err != nil {
+			return delivered{works: works}, err
+		}
+	}
+	if ro != nil {
+		if roPlan, targets, err = r.planRollout(ro, placed, existing, time.Now()); err != nil {
+			return delivered{works: works}, err
+		}
+	}
 	type write struct {
 		cluster string
 		spec    flv1.WorkSpec
+		remove  bool
 		err     error
 	}
 	var writes []*write
 	for _, mc := range placed {
-		spec := desiredWorkSpec(b, mc, rev.Name, refs[plan.ByCluster[mc.Name]])
-		if w := existing[mc.Name]; w != nil && (upToDate(w, spec, workLabels(b, mc.Name)) || r.cacheLags(w, spec)) {
+		t, ok := targets[mc.Name]
+		if !ok {
+			continue // not delivered yet: a rollout's first delivery has not reached it
+		}
+		w := existing[mc.Name]
+		if t.remove {
+			if w != nil {
+				writes = append(writes, &write{cluster: mc.Name, remove: true})
+			}
+			continue
+		}
+		ref := refs[plan.ByCluster[mc.Name]]
+		if t.revision != rev.Name {
+			if ref, err = r.variantOf(ctx, b, t.revision, mc); err != nil {
+				return delivered{works: works}, err
+			}
+		}
+		spec := desiredWorkSpec(b, mc, t.revision, ref)
+		spec.Rollout = t.record
+		if w != nil && (upToDate(w, spec, workLabels(b, mc.Name)) || r.cacheLags(w, spec)) {
 			continue
 		}
 		// err stays set for a write that never ran (the context ended first).
@@ -233,23 +286,37 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	// Works are independent objects: write them concurrently, so fan-out is bounded by the
 	// API server and the client's rate limit, not by one request's round trip.
 	workqueue.ParallelizeUntil(ctx, WorkWriters, len(writes), func(i int) {
+		if writes[i].remove {
+			writes[i].err = r.deleteWork(ctx, existing[writes[i].cluster])
+			return
+		}
 		writes[i].err = r.applyWork(ctx, b, writes[i].cluster, writes[i].spec, r.remember)
 	})
 	var errs []error
+	removed := map[string]bool{}
 	for _, wr := range writes {
 		if wr.err != nil {
 			errs = append(errs, wr.err)
 			continue
 		}
-		if w := existing[wr.cluster]; w != nil {
+		if wr.remove {
+			removed[wr.cluster] = true
+		} else if w := existing[wr.cluster]; w != nil {
 			w.Spec.Revision = wr.spec.Revision // count it as moved; its status follows
 		} else {
 			works = append(works, flv1.Work{ObjectMeta: metav1.ObjectMeta{Labels: workLabels(b, wr.cluster), Generation: 1}, Spec: wr.spec})
 		}
 	}
+	// The rollout's status is written once its Works are: a crash in between leaves Works
+	// that carry their own record, from which the next step recomputes the status.
+	if ro != nil && len(errs) == 0 {
+		if err := r.recordRollout(ctx, ro, roPlan); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	isPlaced := map[string]bool{}
 	for _, n := range sel.Selected {
-		isPlaced[n] = true
+		isPlaced[n] = !removed[n]
 	}
 	kept := works[:0]
 	for i := range works {
@@ -258,18 +325,41 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 			kept = append(kept, w)
 			continue
 		}
-		if w.Name == "" {
+		if w.Name == "" || removed[w.Labels[flv1.LabelCluster]] {
 			continue
 		}
-		r.written.Delete(w.Namespace + "/" + w.Name)
-		if err := r.Client.Delete(ctx, &w); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove Work from cluster %s: %w", w.Labels[flv1.LabelCluster], err))
+		if err := r.deleteWork(ctx, &w); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if err := r.pruneHistory(ctx, b, rev.Name, kept); err != nil {
+	if err := r.pruneHistory(ctx, b, keptRevisions(rev.Name, ro), kept); err != nil {
 		errs = append(errs, fmt.Errorf("prune revision history: %w", err))
 	}
-	return kept, errors.Join(errs...)
+	if ro != nil {
+		b.Status.Rollout = rolloutSummary(ro)
+	} else {
+		b.Status.Rollout = nil
+	}
+	return delivered{works: kept, requeueAfter: roPlan.RequeueAfter}, errors.Join(errs...)
+}
+
+// keptRevisions are the revisions history pruning must keep besides those Works ask for:
+// the current one and the from-revision of a rollout, which a rollback returns to.
+func keptRevisions(current string, ro *flv1.Rollout) []string {
+	if ro == nil || ro.Spec.From == "" {
+		return []string{current}
+	}
+	return []string{current, ro.Spec.From}
+}
+
+// deleteWork removes a cluster's Work: its agent then removes or orphans the objects as
+// spec.apply.deletionPolicy says.
+func (r *Reconciler) deleteWork(ctx context.Context, w *flv1.Work) error {
+	r.written.Delete(w.Namespace + "/" + w.Name)
+	if err := r.Client.Delete(ctx, w); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove Work from cluster %s: %w", w.Labels[flv1.LabelCluster], err)
+	}
+	return nil
 }
 
 // source loads and parses the Bundle's objects, reusing the last result while the inputs

@@ -127,6 +127,16 @@ func setReadyCondition(b *flv1.Bundle, failures []string) {
 			c.Message += fmt.Sprintf(", %d unreachable", st.Unreachable)
 		}
 	}
+	if ro := st.Rollout; ro != nil && ro.Phase != flv1.PhaseSucceeded && ro.Phase != "" {
+		// The fleet is not meant to be at the current revision everywhere yet, or any more.
+		switch ro.Phase {
+		case flv1.PhaseHalted:
+			c.Status, c.Reason = metav1.ConditionFalse, flv1.ReasonRolloutHalted
+		case flv1.PhaseRollingBack, flv1.PhaseRolledBack:
+			c.Status, c.Reason = metav1.ConditionFalse, flv1.ReasonRolledBack
+		}
+		c.Message = fmt.Sprintf("rollout %s %s: %s; %s", ro.Name, ro.Phase, ro.Message, c.Message)
+	}
 	if b.Spec.Paused {
 		c.Message = "paused; " + c.Message
 	}

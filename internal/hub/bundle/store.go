@@ -110,9 +110,9 @@ func (r *Reconciler) ensureRevision(ctx context.Context, b *flv1.Bundle, p *Plan
 	return rev, refs, nil
 }
 
-// pruneHistory deletes revisions beyond the history limit, oldest first, never the current
-// one nor one a Work still asks for, and the chunks only they used.
-func (r *Reconciler) pruneHistory(ctx context.Context, b *flv1.Bundle, current string, works []flv1.Work) error {
+// pruneHistory deletes revisions beyond the history limit, oldest first, never one in keep
+// nor one a Work still asks for, and the chunks only they used.
+func (r *Reconciler) pruneHistory(ctx context.Context, b *flv1.Bundle, keep []string, works []flv1.Work) error {
 	limit := 10
 	if b.Spec.RevisionHistoryLimit != nil {
 		limit = int(*b.Spec.RevisionHistoryLimit)
@@ -124,7 +124,10 @@ func (r *Reconciler) pruneHistory(ctx context.Context, b *flv1.Bundle, current s
 	if len(list.Items) <= limit {
 		return nil
 	}
-	inUse := map[string]bool{current: true}
+	inUse := map[string]bool{}
+	for _, k := range keep {
+		inUse[k] = true
+	}
 	for i := range works {
 		inUse[works[i].Spec.Revision] = true
 	}
@@ -133,11 +136,11 @@ func (r *Reconciler) pruneHistory(ctx context.Context, b *flv1.Bundle, current s
 		return revs[i].CreationTimestamp.Before(&revs[j].CreationTimestamp) ||
 			(revs[i].CreationTimestamp.Equal(&revs[j].CreationTimestamp) && revs[i].Name < revs[j].Name)
 	})
-	keep := map[string]bool{}
+	kept := map[string]bool{}
 	var drop []*flv1.BundleRevision
 	for i := range revs {
 		if inUse[revs[i].Name] || len(revs)-i <= limit {
-			keep[revs[i].Name] = true
+			kept[revs[i].Name] = true
 		} else {
 			drop = append(drop, &revs[i])
 		}
@@ -147,7 +150,7 @@ func (r *Reconciler) pruneHistory(ctx context.Context, b *flv1.Bundle, current s
 	}
 	keptChunks := map[string]bool{}
 	for i := range revs {
-		if keep[revs[i].Name] {
+		if kept[revs[i].Name] {
 			for _, c := range revisionChunks(&revs[i]) {
 				keptChunks[c] = true
 			}

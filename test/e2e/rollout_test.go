@@ -1,0 +1,226 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+)
+
+// threeWaveStrategy: dev (ring 0, soak), staging (ring 1, approval), then the remaining prod
+// clusters two at a time.
+func threeWaveStrategy(soak time.Duration) *flv1.RolloutStrategy {
+	two := intstr.FromInt32(2)
+	return &flv1.RolloutStrategy{
+		Waves: []flv1.Wave{
+			{Name: "dev", ClusterSelector: ringSelector("0"), Soak: duration(soak)},
+			{Name: "staging", ClusterSelector: ringSelector("1"), Approval: true},
+		},
+		RemainingMaxConcurrent: &two,
+		ProgressDeadline:       duration(45 * time.Second),
+	}
+}
+
+// startOnA creates a Bundle on the rollout fleet without a strategy and waits until every
+// cluster runs its first revision (A), which it returns.
+func startOnA(t *testing.T, ns, name string, fleet map[int]string, objs ...map[string]any) string {
+	t.Helper()
+	createBundle(t, ns, name, names(fleet), nil, objs...)
+	return waitBundle(t, ns, name, 90*time.Second, "revision A everywhere", bundleReady(int32(len(fleet)))).Status.Revision
+}
+
+// TestRolloutPassesWavesWithSoakAndApproval (scenario a): a healthy release passes three
+// waves; the approval gate really waits until someone approves.
+func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
+	ctx := context.Background()
+	fleet := rolloutFleet(t)
+	const ns, name = "team-waves", "web"
+	revA := startOnA(t, ns, name, fleet, configMapObj("web", map[string]any{"v": "A"}), deployment("web", 1, "nginx:1.27"))
+
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = threeWaveStrategy(3 * time.Second)
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("web", map[string]any{"v": "B"}), deployment("web", 2, "nginx:1.27"))
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	revB := ro.Spec.To
+	if ro.Spec.From != revA || revB == revA {
+		t.Fatalf("rollout %s moves %s -> %s, want %s -> a new revision", ro.Name, ro.Spec.From, revB, revA)
+	}
+	start := time.Now()
+	ro = waitRollout(t, ns, ro.Name, 90*time.Second, "dev passes, staging waits for approval", inPhase(flv1.PhaseWaitingForApproval))
+	if ro.Status.Waves[0].Phase != flv1.WavePassed || ro.Status.Waves[0].SoakStartedAt == nil {
+		t.Errorf("dev wave %+v, want passed after soaking", ro.Status.Waves[0])
+	}
+	if soaked := ro.Status.Waves[0].FinishedAt.Sub(ro.Status.Waves[0].SoakStartedAt.Time); soaked < 3*time.Second {
+		t.Errorf("dev soaked %s, want at least 3s", soaked)
+	}
+	if !strings.Contains(ro.Status.Message, "flotilla rollout approve web --wave staging") {
+		t.Errorf("message %q does not say how to approve", ro.Status.Message)
+	}
+	// The gate holds: nothing beyond dev moves while nobody approves.
+	time.Sleep(5 * time.Second)
+	ro = waitRollout(t, ns, ro.Name, time.Second, "still waiting", inPhase(flv1.PhaseWaitingForApproval))
+	want := map[string]string{fleet[0]: revB, fleet[1]: revA, fleet[2]: revA, fleet[6]: revA, fleet[7]: revA, fleet[8]: revA}
+	expectRevisions(t, ns, name, want)
+	waitMemberConfigMap(t, 0, name, "web", 10*time.Second, "dev runs B", hasValue("v", "B"))
+	waitMemberConfigMap(t, 1, name, "web", time.Second, "staging still runs A", hasValue("v", "A"))
+
+	out := mustFlotilla(t, "rollout", "approve", name, "-n", ns, "--wave", "staging", "--comment", "dev is fine")
+	t.Logf("approve: %s", strings.TrimSpace(out))
+	ro = waitRollout(t, ns, ro.Name, 3*time.Minute, "rollout succeeds", inPhase(flv1.PhaseSucceeded))
+	t.Logf("rollout %s succeeded %s after dev passed", ro.Name, time.Since(start).Round(100*time.Millisecond))
+	for c := range want {
+		want[c] = revB
+	}
+	expectRevisions(t, ns, name, want)
+	for _, i := range rolloutMembers {
+		waitMemberConfigMap(t, i, name, "web", 10*time.Second, "B everywhere", hasValue("v", "B"))
+	}
+	if ro.Status.Clusters.Updated != 6 || ro.Status.Clusters.Healthy != 6 || ro.Status.UpdatedPercent != 100 || ro.Status.FailureBudget.Used != 0 {
+		t.Errorf("status %+v", ro.Status.Clusters)
+	}
+	if a := ro.Spec.Approvals; len(a) != 1 || a[0].Wave != "staging" || a[0].Comment != "dev is fine" || a[0].By == "" {
+		t.Errorf("approvals %+v", a)
+	}
+	for _, ws := range ro.Status.Waves {
+		if ws.Phase != flv1.WavePassed || ws.StartedAt == nil || ws.FinishedAt == nil {
+			t.Errorf("wave %+v", ws)
+		}
+	}
+	// The staging wave started only after the approval.
+	if st := ro.Status.Waves[1].StartedAt; st.Before(&ro.Spec.Approvals[0].At) && st.Add(time.Second).Before(ro.Spec.Approvals[0].At.Time) {
+		t.Errorf("staging started at %s, before its approval at %s", st, ro.Spec.Approvals[0].At)
+	}
+	events := rolloutEvents(t, ro)
+	for _, e := range []string{"WaveStarted", "WavePassed", "WaitingForApproval", "Succeeded"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events %q lack %s", events, e)
+		}
+	}
+	b := getBundle(t, ns, name)
+	if b.Status.Rollout == nil || b.Status.Rollout.Phase != flv1.PhaseSucceeded {
+		t.Errorf("bundle rollout %+v", b.Status.Rollout)
+	}
+	_ = ctx
+}
+
+// TestBadReleaseExhaustsBudgetAndRollsBack (scenario b): a release whose pods never become
+// ready on prod and staging fails in wave 2, exhausts the budget and halts; with
+// onFailure: Rollback every moved cluster returns to A, and wave 3 is never touched.
+func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-bad-release", "api"
+	revA := startOnA(t, ns, name, fleet, configMapObj("api", map[string]any{"v": "A"}), deployment("api", 1, "nginx:1.27"))
+
+	one := intstr.FromInt32(1)
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = &flv1.RolloutStrategy{
+			Waves: []flv1.Wave{
+				{Name: "dev", ClusterSelector: ringSelector("0")},
+				{Name: "early", ClusterSelector: ringSelector("1", "2")},
+			},
+			ProgressDeadline: duration(10 * time.Second),
+			FailureBudget:    &one,
+			OnFailure:        flv1.FailureRollback,
+		}
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("api", map[string]any{"v": "B"}), deployment("api", 1, "nginx:1.28"))
+		// B's pods cannot be scheduled outside dev.
+		b.Spec.Overrides = []flv1.OverrideRule{{Name: "unschedulable-outside-dev",
+			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"dev"}}}},
+			Target:          flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "api"},
+			MergePatch:      jsonValue(t, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"nodeSelector": map[string]any{"no-such-node": "true"}}}}}),
+		}}
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	revB := ro.Spec.To
+	ro = waitRollout(t, ns, ro.Name, 3*time.Minute, "rolled back", inPhase(flv1.PhaseRolledBack))
+
+	if ro.Status.HaltReason != flv1.ReasonBudgetExhausted || ro.Status.FailureBudget.Used != 2 || ro.Status.FailureBudget.Allowed != 1 {
+		t.Errorf("halt %q, budget %+v", ro.Status.HaltReason, ro.Status.FailureBudget)
+	}
+	failed := map[string]string{}
+	for _, f := range ro.Status.FailedClusters {
+		failed[f.Cluster] = f.Reason
+		if f.Wave != "early" || !strings.Contains(f.Reason, "not healthy 10s after the update") {
+			t.Errorf("failure %+v", f)
+		}
+	}
+	if len(failed) != 2 || failed[fleet[1]] == "" || failed[fleet[2]] == "" {
+		t.Errorf("failed clusters %+v, want %s and %s", ro.Status.FailedClusters, fleet[1], fleet[2])
+	}
+	if len(ro.Status.FailuresByDimension) == 0 {
+		t.Error("no failures by dimension")
+	}
+	t.Logf("failures: %+v; by dimension: %+v", ro.Status.FailedClusters, ro.Status.FailuresByDimension)
+	want := map[string]string{}
+	for _, c := range fleet {
+		want[c] = revA
+	}
+	expectRevisions(t, ns, name, want)
+	waitMemberConfigMap(t, 0, name, "api", 30*time.Second, "dev back on A", hasValue("v", "A"))
+	waitMemberConfigMap(t, 1, name, "api", 30*time.Second, "staging back on A", hasValue("v", "A"))
+	// Wave 3 was never touched: its Works never carried B nor this rollout's record.
+	for _, i := range []int{6, 7, 8} {
+		w := getWork(t, fleet[i], ns, name)
+		if w.Spec.Rollout != nil && w.Spec.Rollout.Name == ro.Name {
+			t.Errorf("cluster %s was touched: %+v", fleet[i], w.Spec.Rollout)
+		}
+	}
+	events := rolloutEvents(t, ro)
+	for _, e := range []string{"ClusterFailed", "RollingBack", "RolledBack"} {
+		if !strings.Contains(events, e) {
+			t.Errorf("events %q lack %s", events, e)
+		}
+	}
+	b := getBundle(t, ns, name)
+	if c := readyOf(b); c == nil || c.Reason != flv1.ReasonRolledBack {
+		t.Errorf("bundle Ready %+v, want RolledBack", c)
+	}
+	_ = revB
+}
+
+func readyOf(b *flv1.Bundle) *metav1.Condition {
+	for i := range b.Status.Conditions {
+		if b.Status.Conditions[i].Type == flv1.ConditionReady {
+			return &b.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestUndoAfterSuccess (scenario f): `flotilla rollout undo` after a rollout succeeded
+// returns the whole fleet to A, as one operation visible in the same Rollout.
+func TestUndoAfterSuccess(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-undo", "cfg"
+	revA := startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = &flv1.RolloutStrategy{Waves: []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0")}}}
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	waitRollout(t, ns, ro.Name, 2*time.Minute, "succeeded", inPhase(flv1.PhaseSucceeded))
+	out := mustFlotilla(t, "rollout", "undo", name, "-n", ns, "--reason", "customer reports")
+	t.Logf("undo: %s", strings.TrimSpace(out))
+	ro = waitRollout(t, ns, ro.Name, time.Minute, "rolled back", inPhase(flv1.PhaseRolledBack))
+	want := map[string]string{}
+	for _, c := range fleet {
+		want[c] = revA
+	}
+	expectRevisions(t, ns, name, want)
+	for _, i := range rolloutMembers {
+		waitMemberConfigMap(t, i, name, "cfg", 10*time.Second, "A everywhere", hasValue("v", "A"))
+	}
+	if a := ro.Spec.Actions; len(a) != 1 || a[0].Action != "Rollback" || a[0].Reason != "customer reports" || a[0].By == "" {
+		t.Errorf("actions %+v", a)
+	}
+	_ = fmt.Sprint
+	_ = client.ObjectKey{}
+}
