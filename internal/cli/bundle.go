@@ -92,7 +92,7 @@ func printBundleTable(w io.Writer, items []flv1.Bundle, wide bool, now time.Time
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	h := "NAMESPACE\tNAME\tREADY\tREVISION\tTARGETED\tAPPLIED\tAVAILABLE\tFAILED\tDRIFTED\tAGE"
 	if wide {
-		h += "\tMESSAGE"
+		h += "\tROLLOUT\tMESSAGE"
 	}
 	fmt.Fprintln(tw, h)
 	for _, b := range items {
@@ -110,7 +110,11 @@ func printBundleTable(w io.Writer, items []flv1.Bundle, wide bool, now time.Time
 		row := []string{b.Namespace, b.Name, ready, orDash(b.Status.Revision), fmt.Sprint(b.Status.Targeted), fmt.Sprint(b.Status.Applied),
 			fmt.Sprint(b.Status.Available), fmt.Sprint(b.Status.Failed), fmt.Sprint(b.Status.Drifted), humanAge(now.Sub(b.CreationTimestamp.Time))}
 		if wide {
-			row = append(row, orDash(msg))
+			ro := "-"
+			if r := b.Status.Rollout; r != nil {
+				ro = r.Name + " " + orPending(string(r.Phase))
+			}
+			row = append(row, ro, orDash(msg))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -159,6 +163,10 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 	if b.Spec.Paused {
 		fmt.Fprintln(w, "Paused:      true (no new revision is rendered or sent)")
 	}
+	if r := b.Status.Rollout; r != nil {
+		fmt.Fprintf(w, "Rollout:     %s %s (%s -> %s): %s\n             flotilla rollout status %s -n %s\n",
+			r.Name, orPending(string(r.Phase)), revOrNone(r.From), r.To, r.Message, b.Name, b.Namespace)
+	}
 	if len(b.Status.MissingClusters) > 0 {
 		fmt.Fprintf(w, "Missing:     %s (named in placement.clusterNames, not in the fleet)\n", strings.Join(b.Status.MissingClusters, ", "))
 	}
@@ -181,7 +189,7 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 	}
 	fmt.Fprintln(w, "Clusters:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CLUSTER\tREVISION\tAPPLIED-REVISION\tAPPLIED\tAVAILABLE\tDRIFTED\tMESSAGE")
+	fmt.Fprintln(tw, "  CLUSTER\tREVISION\tAPPLIED-REVISION\tWAVE\tAPPLIED\tAVAILABLE\tDRIFTED\tMESSAGE")
 	for _, wk := range works.Items {
 		cond := func(t string) (string, string) {
 			if c := meta.FindStatusCondition(wk.Status.Conditions, t); c != nil {
@@ -201,12 +209,20 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 		case ap == "-":
 			msg = "waiting for the agent"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.Labels[flv1.LabelCluster], wk.Spec.Revision, orDash(wk.Status.AppliedRevision), ap, av, dr, msg)
+		wave := "-"
+		if r := wk.Spec.Rollout; r != nil {
+			wave = r.Wave
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.Labels[flv1.LabelCluster], wk.Spec.Revision, orDash(wk.Status.AppliedRevision), wave, ap, av, dr, msg)
 	}
 	_ = tw.Flush()
 	var problems []string
 	for _, wk := range works.Items {
 		cluster := wk.Labels[flv1.LabelCluster]
+		if r := wk.Spec.Rollout; r != nil && r.FailedAt != nil {
+			problems = append(problems, fmt.Sprintf("  %s: failed in rollout %s (wave %s) at %s: %s", cluster, r.Name, r.Wave,
+				r.FailedAt.UTC().Format(time.RFC3339), r.FailureReason))
+		}
 		if bg := wk.Spec.BreakGlass; bg != nil {
 			state := "active"
 			if !now.Before(bg.Until.Time) {

@@ -213,7 +213,7 @@ func TestCompute(t *testing.T) {
 		phase:    flv1.PhaseWaitingForApproval,
 		waves:    "canary:Passed prod-eu:WaitingForApproval remaining:Pending",
 		writes:   "",
-		contains: "flotilla rollout approve web --wave prod-eu",
+		contains: "flotilla rollout approve web -n team --wave prod-eu",
 		check: func(t *testing.T, p Plan) {
 			if !hasEvent(p, "WavePassed", "wave canary passed") {
 				t.Errorf("no WavePassed event: %+v", p.Events)

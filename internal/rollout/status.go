@@ -116,14 +116,14 @@ func (p *planner) message() string {
 		}
 		return msg
 	case flv1.PhaseHalted:
-		return fmt.Sprintf("halted: %s; %s; undo with `flotilla rollout undo %s`", haltText(st.HaltReason), budget, p.ro.Spec.Bundle)
+		return fmt.Sprintf("halted: %s; %s; undo with `flotilla rollout undo %s`", haltText(st.HaltReason), budget, p.cliTarget())
 	case flv1.PhasePaused:
-		return fmt.Sprintf("paused; resume with `flotilla rollout resume %s`", p.ro.Spec.Bundle)
+		return fmt.Sprintf("paused; resume with `flotilla rollout resume %s`", p.cliTarget())
 	}
 	for _, ws := range st.Waves {
 		switch ws.Phase {
 		case flv1.WaveWaitingForApproval:
-			return fmt.Sprintf("wave %s (%d clusters) waits for approval: `flotilla rollout approve %s --wave %s`", ws.Name, ws.Clusters, p.ro.Spec.Bundle, ws.Name)
+			return fmt.Sprintf("wave %s (%d clusters) waits for approval: `flotilla rollout approve %s --wave %s`", ws.Name, ws.Clusters, p.cliTarget(), ws.Name)
 		case flv1.WaveSoaking:
 			return fmt.Sprintf("wave %s soaking: %d/%d healthy; %s", ws.Name, ws.Healthy, ws.Clusters, budget)
 		case flv1.WaveProgressing:
@@ -131,6 +131,14 @@ func (p *planner) message() string {
 		}
 	}
 	return budget
+}
+
+// cliTarget is how the CLI names the rollout's Bundle: "BUNDLE -n NAMESPACE".
+func (p *planner) cliTarget() string {
+	if p.ro.Namespace == "" {
+		return p.ro.Spec.Bundle
+	}
+	return p.ro.Spec.Bundle + " -n " + p.ro.Namespace
 }
 
 func haltText(reason string) string {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,9 +8,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/join"
 )
 
 // threeWaveStrategy: dev (ring 0, soak), staging (ring 1, approval), then the remaining prod
@@ -39,7 +38,6 @@ func startOnA(t *testing.T, ns, name string, fleet map[int]string, objs ...map[s
 // TestRolloutPassesWavesWithSoakAndApproval (scenario a): a healthy release passes three
 // waves; the approval gate really waits until someone approves.
 func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
-	ctx := context.Background()
 	fleet := rolloutFleet(t)
 	const ns, name = "team-waves", "web"
 	revA := startOnA(t, ns, name, fleet, configMapObj("web", map[string]any{"v": "A"}), deployment("web", 1, "nginx:1.27"))
@@ -61,7 +59,7 @@ func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
 	if soaked := ro.Status.Waves[0].FinishedAt.Sub(ro.Status.Waves[0].SoakStartedAt.Time); soaked < 3*time.Second {
 		t.Errorf("dev soaked %s, want at least 3s", soaked)
 	}
-	if !strings.Contains(ro.Status.Message, "flotilla rollout approve web --wave staging") {
+	if !strings.Contains(ro.Status.Message, "flotilla rollout approve web -n team-waves --wave staging") {
 		t.Errorf("message %q does not say how to approve", ro.Status.Message)
 	}
 	// The gate holds: nothing beyond dev moves while nobody approves.
@@ -108,7 +106,6 @@ func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
 	if b.Status.Rollout == nil || b.Status.Rollout.Phase != flv1.PhaseSucceeded {
 		t.Errorf("bundle rollout %+v", b.Status.Rollout)
 	}
-	_ = ctx
 }
 
 // TestBadReleaseExhaustsBudgetAndRollsBack (scenario b): a release whose pods never become
@@ -139,7 +136,6 @@ func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
 		}}
 	})
 	ro := currentRollout(t, ns, name, 30*time.Second, "")
-	revB := ro.Spec.To
 	ro = waitRollout(t, ns, ro.Name, 3*time.Minute, "rolled back", inPhase(flv1.PhaseRolledBack))
 
 	if ro.Status.HaltReason != flv1.ReasonBudgetExhausted || ro.Status.FailureBudget.Used != 2 || ro.Status.FailureBudget.Allowed != 1 {
@@ -183,7 +179,6 @@ func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
 	if c := readyOf(b); c == nil || c.Reason != flv1.ReasonRolledBack {
 		t.Errorf("bundle Ready %+v, want RolledBack", c)
 	}
-	_ = revB
 }
 
 func readyOf(b *flv1.Bundle) *metav1.Condition {
@@ -221,6 +216,132 @@ func TestUndoAfterSuccess(t *testing.T) {
 	if a := ro.Spec.Actions; len(a) != 1 || a[0].Action != "Rollback" || a[0].Reason != "customer reports" || a[0].By == "" {
 		t.Errorf("actions %+v", a)
 	}
-	_ = fmt.Sprint
-	_ = client.ObjectKey{}
+}
+
+// TestUnreachableClusterFailsAfterDeadlineWithinBudget (scenario c): one agent is killed
+// during its wave; its cluster counts as failed once its deadline passes, and the rollout
+// goes on within its budget. The cluster catches up when its agent returns.
+func TestUnreachableClusterFailsAfterDeadlineWithinBudget(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-lost-agent", "cfg"
+	startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
+	one := intstr.FromInt32(1)
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = &flv1.RolloutStrategy{
+			Waves:            []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0"), Soak: duration(time.Second)}},
+			ProgressDeadline: duration(10 * time.Second), FailureBudget: &one, RemainingMaxConcurrent: &one,
+		}
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	lost := fleet[8] // last by name: the remaining wave moves it last, one at a time
+	waitRollout(t, ns, ro.Name, time.Minute, "the remaining wave runs", func(ro *flv1.Rollout) error {
+		if len(ro.Status.Waves) < 2 || ro.Status.Waves[1].Phase != flv1.WaveProgressing {
+			return fmt.Errorf("waves %+v", ro.Status.Waves)
+		}
+		return nil
+	})
+	if _, err := join.StopLocalAgent(stateDir, lost, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = join.RestartLocalAgent(stateDir, binary, lost) })
+	ro = waitRollout(t, ns, ro.Name, 2*time.Minute, "succeeds within budget", inPhase(flv1.PhaseSucceeded))
+	if ro.Status.FailureBudget.Used != 1 || len(ro.Status.FailedClusters) != 1 || ro.Status.FailedClusters[0].Cluster != lost ||
+		!strings.Contains(ro.Status.FailedClusters[0].Reason, "unreachable") {
+		t.Fatalf("failures %+v, budget %+v", ro.Status.FailedClusters, ro.Status.FailureBudget)
+	}
+	t.Logf("failed: %+v", ro.Status.FailedClusters[0])
+	want := map[string]string{}
+	for _, c := range fleet {
+		want[c] = ro.Spec.To
+	}
+	expectRevisions(t, ns, name, want)
+	if _, err := join.RestartLocalAgent(stateDir, binary, lost); err != nil {
+		t.Fatal(err)
+	}
+	waitMemberConfigMap(t, 8, name, "cfg", time.Minute, "the returning cluster catches up", hasValue("v", "B"))
+}
+
+// TestHubRestartMidWaveResumes (scenario d): the hub is killed while a wave soaks and
+// started again: the rollout resumes where it stopped, moving no cluster twice and
+// skipping none.
+func TestHubRestartMidWaveResumes(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-hub-restart", "cfg"
+	startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
+	two := intstr.FromInt32(2)
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = &flv1.RolloutStrategy{
+			Waves:                  []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0"), Soak: duration(8 * time.Second)}},
+			RemainingMaxConcurrent: &two, ProgressDeadline: duration(time.Minute),
+		}
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	waitRollout(t, ns, ro.Name, time.Minute, "dev soaks", inPhase(flv1.PhaseSoaking))
+	moved := getWork(t, fleet[0], ns, name).Spec.Rollout
+	if moved == nil || moved.Name != ro.Name {
+		t.Fatalf("dev record %+v", moved)
+	}
+	t.Cleanup(func() { ensureHubRunning(t) })
+	hubProc.Kill()
+	time.Sleep(2 * time.Second)
+	// Nothing moves while the hub is down.
+	expectRevisions(t, ns, name, map[string]string{fleet[1]: ro.Spec.From, fleet[8]: ro.Spec.From})
+	ensureHubRunning(t)
+	ro = waitRollout(t, ns, ro.Name, 2*time.Minute, "succeeds after the restart", inPhase(flv1.PhaseSucceeded))
+	if again := getWork(t, fleet[0], ns, name).Spec.Rollout; again == nil || !again.MovedAt.Equal(&moved.MovedAt) {
+		t.Errorf("dev was moved again: before %+v, after %+v", moved, again)
+	}
+	dev := ro.Status.Waves[0]
+	if dev.SoakStartedAt == nil || dev.FinishedAt.Sub(dev.SoakStartedAt.Time) < 8*time.Second {
+		t.Errorf("dev wave %+v did not soak 8s", dev)
+	}
+	for _, c := range fleet {
+		w := getWork(t, c, ns, name)
+		if w.Spec.Revision != ro.Spec.To || w.Spec.Rollout == nil || w.Spec.Rollout.Name != ro.Name {
+			t.Errorf("cluster %s: revision %s, record %+v", c, w.Spec.Revision, w.Spec.Rollout)
+		}
+	}
+	if ro.Status.Clusters.Updated != int32(len(fleet)) || ro.Status.FailureBudget.Used != 0 {
+		t.Errorf("counts %+v, budget %+v", ro.Status.Clusters, ro.Status.FailureBudget)
+	}
+}
+
+// TestWaveTimeoutHalts (scenario e): a wave that has not passed within waveTimeout halts
+// the rollout; later waves are not touched, and the CLI shows why and what to do.
+func TestWaveTimeoutHalts(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-timeout", "slow"
+	revA := startOnA(t, ns, name, fleet, configMapObj("slow", map[string]any{"v": "A"}))
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = &flv1.RolloutStrategy{
+			Waves:       []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0")}},
+			WaveTimeout: duration(6 * time.Second), ProgressDeadline: duration(5 * time.Minute),
+		}
+		stuck := deployment("slow", 1, "nginx:1.27")
+		stuck["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["nodeSelector"] = map[string]any{"no-such-node": "true"}
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("slow", map[string]any{"v": "B"}), stuck)
+	})
+	ro := currentRollout(t, ns, name, 30*time.Second, "")
+	ro = waitRollout(t, ns, ro.Name, time.Minute, "halted", inPhase(flv1.PhaseHalted))
+	if ro.Status.HaltReason != flv1.ReasonWaveTimedOut || ro.Status.Waves[0].Phase != flv1.WaveTimedOut {
+		t.Errorf("halt %q, waves %+v", ro.Status.HaltReason, ro.Status.Waves)
+	}
+	want := map[string]string{fleet[0]: ro.Spec.To}
+	for _, i := range []int{1, 2, 6, 7, 8} {
+		want[fleet[i]] = revA
+	}
+	expectRevisions(t, ns, name, want)
+	out := mustFlotilla(t, "rollout", "status", name, "-n", ns)
+	for _, s := range []string{"Halted", "a wave timed out", "flotilla rollout undo " + name + " -n " + ns, "dev", "TimedOut", "remaining"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("rollout status lacks %q:\n%s", s, out)
+		}
+	}
+	t.Logf("flotilla rollout status:\n%s", out)
+	b := getBundle(t, ns, name)
+	if c := readyOf(b); c == nil || c.Reason != flv1.ReasonRolloutHalted {
+		t.Errorf("bundle Ready %+v", c)
+	}
 }
