@@ -29,15 +29,32 @@ func hubLeader(t *testing.T) string {
 // TestHubLeaderElection: a second hub replica waits while the first leads; when the first
 // stops, the second takes over and keeps the inventory working.
 func TestHubLeaderElection(t *testing.T) {
-	first := hubLeader(t)
-	if first == "" {
-		t.Fatal("no hub leader")
+	// The hub is ready before it has won the election the first time: wait for a leader.
+	var first string
+	eventually(t, 30*time.Second, "a hub leader", func() error {
+		l := &coordinationv1.Lease{}
+		if err := hubC.Get(context.Background(), types.NamespacedName{Namespace: "flotilla-system", Name: "flotilla-hub"}, l); err != nil {
+			return err
+		}
+		if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			return fmt.Errorf("no holder")
+		}
+		first = *l.Spec.HolderIdentity
+		return nil
+	})
+	// The standby serves no probes (the leader holds that port) and its metrics elsewhere.
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The standby serves no probes: the leader holds that port.
+	standbyMetrics := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	args := slices.Clone(hubProc.Args)
 	for i := range args {
-		if args[i] == "--health-probe-bind-address" {
+		switch args[i] {
+		case "--health-probe-bind-address":
 			args[i+1] = "0"
+		case "--metrics-bind-address":
+			args[i+1] = standbyMetrics
 		}
 	}
 	standby, err := proc.Start("hub-2", hubProc.Path, args, hubProc.LogFile+".2", false)
@@ -70,7 +87,7 @@ func TestHubLeaderElection(t *testing.T) {
 		return nil
 	})
 	t.Logf("standby took over %s after the leader was told to stop", time.Since(stopped).Round(100*time.Millisecond))
-	hubProc = standby
+	hubProc, hubMetrics = standby, "http://"+standbyMetrics+"/metrics"
 
 	// The new leader does the work: a join needs it to provision the cluster's identity and
 	// wait for the agent's heartbeat; an unjoin needs it to revoke and release.

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -143,4 +145,19 @@ func eventTime(e *corev1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.LastTimestamp.Time
+}
+
+// scrapeHub returns the hub's Prometheus metrics.
+func scrapeHub(t *testing.T) string {
+	t.Helper()
+	resp, err := http.Get(hubMetrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }

@@ -106,6 +106,17 @@ func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
 	if b.Status.Rollout == nil || b.Status.Rollout.Phase != flv1.PhaseSucceeded {
 		t.Errorf("bundle rollout %+v", b.Status.Rollout)
 	}
+	metrics := scrapeHub(t)
+	for _, series := range []string{
+		fmt.Sprintf(`flotilla_rollout_phase{bundle="web",namespace="team-waves",phase="Succeeded",rollout=%q} 1`, ro.Name),
+		`flotilla_rollout_progress_ratio{bundle="web",namespace="team-waves"} 1`,
+		`flotilla_rollout_failure_budget_used{bundle="web",namespace="team-waves"} 0`,
+		`flotilla_rollout_clusters{bundle="web",namespace="team-waves",state="healthy"} 6`,
+	} {
+		if !strings.Contains(metrics, series) {
+			t.Errorf("hub /metrics lacks %s", series)
+		}
+	}
 }
 
 // TestBadReleaseExhaustsBudgetAndRollsBack (scenario b): a release whose pods never become

@@ -337,8 +337,10 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	}
 	if ro != nil {
 		b.Status.Rollout = rolloutSummary(ro)
+		observeRollout(b, ro)
 	} else {
 		b.Status.Rollout = nil
+		forgetRollout(b.Namespace, b.Name)
 	}
 	return delivered{works: kept, requeueAfter: roPlan.RequeueAfter}, errors.Join(errs...)
 }
@@ -400,6 +402,7 @@ func (r *Reconciler) cleanup(ctx context.Context, b *flv1.Bundle) error {
 		return err
 	}
 	r.plans.Delete(b.UID)
+	forgetRollout(b.Namespace, b.Name)
 	patch := client.MergeFrom(b.DeepCopy())
 	controllerutil.RemoveFinalizer(b, flv1.BundleFinalizer)
 	return client.IgnoreNotFound(r.Client.Patch(ctx, b, patch))
