@@ -49,7 +49,7 @@ type rolloutAction struct {
 
 var rolloutActions = []rolloutAction{
 	{use: "pause", short: "Pause the Bundle's rollout: no cluster moves and no wave starts", record: "Pause",
-		long: "Pause the rollout. Clusters already moved keep their deadlines (a failure still counts); wave timeouts stop while paused.",
+		long:  "Pause the rollout. Clusters already moved keep their deadlines (a failure still counts); wave timeouts stop while paused.",
 		apply: func(s *flv1.RolloutSpec) error { s.Paused = true; return nil }, done: "paused"},
 	{use: "resume", short: "Resume a paused rollout", record: "Resume",
 		long: "Resume a paused rollout. Running waves' timeouts move by the time spent paused.",
@@ -61,7 +61,7 @@ var rolloutActions = []rolloutAction{
 			return nil
 		}, done: "resumed"},
 	{use: "abort", short: "Stop the rollout where it stands (clusters already moved stay)", record: "Abort",
-		long: "Abort the rollout: it halts and moves no cluster any more; clusters already moved stay on the new revision. Undo returns them.",
+		long:  "Abort the rollout: it halts and moves no cluster any more; clusters already moved stay on the new revision. Undo returns them.",
 		apply: func(s *flv1.RolloutSpec) error { s.Abort = true; return nil }, done: "aborted"},
 	{use: "undo", short: "Halt the rollout and return every moved cluster to the previous revision, at once", record: "Rollback",
 		long: `Halt and reverse, as one action: the rollout stops and every cluster already moved to the new
