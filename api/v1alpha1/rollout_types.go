@@ -168,7 +168,7 @@ type RolloutAction struct {
 
 // RolloutSpec is one move of a Bundle from one revision to another, and what people said
 // about it. The hub creates it; people act on it (the CLI or kubectl).
-// +kubebuilder:validation:XValidation:rule="self.bundle == oldSelf.bundle && self.from == oldSelf.from && self.to == oldSelf.to",message="bundle, from and to of a Rollout never change"
+// +kubebuilder:validation:XValidation:rule="self.bundle == oldSelf.bundle && self.to == oldSelf.to && has(self.from) == has(oldSelf.from) && (!has(self.from) || self.from == oldSelf.from)",message="bundle, from and to of a Rollout never change"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.rollback) || !oldSelf.rollback || (has(self.rollback) && self.rollback)",message="a rollback, once asked for, cannot be withdrawn"
 type RolloutSpec struct {
 	// Bundle (same namespace).

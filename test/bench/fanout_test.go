@@ -25,6 +25,7 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 	"flotilla.dev/flotilla/internal/hub"
@@ -34,7 +35,11 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("FLOTILLA_BENCH_LOG") != "" { // the hub's log, to debug a benchmark
+		ctrllog.SetLogger(zap.New())
+	} else {
+		ctrllog.SetLogger(logr.Discard())
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var err error
 	env, err = testenv.Start(ctx, testenv.Options{Members: 0})
@@ -216,11 +221,17 @@ func simulatedStatus(w *flv1.Work) *unstructured.Unstructured {
 }
 
 func bundleFor(prefix string, value string) *flv1.Bundle {
+	return bundleWith(prefix, value, nil)
+}
+
+// bundleWith is the benchmark's Bundle with a rollout strategy (nil: all at once).
+func bundleWith(prefix string, value string, strategy *flv1.RolloutStrategy) *flv1.Bundle {
 	cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cfg"},"data":{"v":%q}}`, value)
 	return &flv1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: prefix, Namespace: "default"},
 		Spec: flv1.BundleSpec{TargetNamespace: "app",
 			Source:    flv1.BundleSource{Inline: &flv1.InlineSource{Resources: []runtime.RawExtension{{Raw: []byte(cm)}}}},
-			Placement: flv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": prefix}}}}}
+			Placement: flv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": prefix}}},
+			Rollout:   strategy}}
 }
 
 // change updates the Bundle and waits until every cluster reported the new revision,

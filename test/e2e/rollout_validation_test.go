@@ -70,3 +70,37 @@ func TestInvalidRolloutStrategiesAreRejected(t *testing.T) {
 		})
 	}
 }
+
+// TestRolloutSpecGuards: a Rollout's bundle, from and to never change, and a rollback once
+// asked for cannot be withdrawn — whoever writes it (the hub ignores a Rollout it did not
+// open, so this one only exercises admission).
+func TestRolloutSpecGuards(t *testing.T) {
+	ctx := context.Background()
+	ensureHubNamespace(t, "team-guards")
+	for _, from := range []string{"web-a", ""} {
+		ro := &flv1.Rollout{ObjectMeta: metav1.ObjectMeta{GenerateName: "manual-", Namespace: "team-guards"},
+			Spec: flv1.RolloutSpec{Bundle: "web", From: from, To: "web-b"}}
+		if err := hubC.Create(ctx, ro); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubC.Delete(ctx, ro) })
+		moved := ro.DeepCopy()
+		moved.Spec.To = "web-c"
+		if err := hubC.Update(ctx, moved); err == nil || !strings.Contains(err.Error(), "bundle, from and to of a Rollout never change") {
+			t.Errorf("from %q: changing to: %v", from, err)
+		}
+		moved = ro.DeepCopy()
+		moved.Spec.From = "web-x"
+		if err := hubC.Update(ctx, moved); err == nil || !strings.Contains(err.Error(), "never change") {
+			t.Errorf("from %q: changing from: %v", from, err)
+		}
+		ro.Spec.Rollback, ro.Spec.Paused = true, true
+		if err := hubC.Update(ctx, ro); err != nil {
+			t.Fatalf("from %q: asking for a rollback: %v", from, err)
+		}
+		ro.Spec.Rollback = false
+		if err := hubC.Update(ctx, ro); err == nil || !strings.Contains(err.Error(), "cannot be withdrawn") {
+			t.Errorf("from %q: withdrawing a rollback: %v", from, err)
+		}
+	}
+}

@@ -198,6 +198,7 @@ func (r *Reconciler) recordRollout(ctx context.Context, ro *flv1.Rollout, plan r
 		before := ro.DeepCopy()
 		ro.Status = st
 		if err := r.Client.Status().Patch(ctx, ro, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			ro.Status = before.Status // the Bundle's summary must not show what was not stored
 			return fmt.Errorf("write rollout %s status: %w", ro.Name, err)
 		}
 	}
