@@ -356,3 +356,64 @@ func TestWaveTimeoutHalts(t *testing.T) {
 		t.Errorf("bundle Ready %+v", c)
 	}
 }
+
+// TestNewRevisionSupersedesRolloutInFlight: revision C arrives while A -> B waits for an
+// approval. The first rollout is Superseded; the second moves the fleet from A (B never fully
+// rolled out) to C, wave by wave. No cluster is ever on anything but A, B or C, and an undo of
+// the second rollout would return everything to A.
+func TestNewRevisionSupersedesRolloutInFlight(t *testing.T) {
+	fleet := rolloutFleet(t)
+	const ns, name = "team-supersede", "cfg"
+	revA := startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Rollout = threeWaveStrategy(time.Second)
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
+	})
+	first := currentRollout(t, ns, name, 30*time.Second, "")
+	revB := first.Spec.To
+	waitRollout(t, ns, first.Name, time.Minute, "A -> B waits for approval", inPhase(flv1.PhaseWaitingForApproval))
+	expectRevisions(t, ns, name, map[string]string{fleet[0]: revB, fleet[1]: revA})
+
+	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "C"}))
+	})
+	waitBundle(t, ns, name, 30*time.Second, "revision C rendered", func(b *flv1.Bundle) error {
+		if b.Status.ObservedGeneration != b.Generation || b.Status.Revision == revB {
+			return fmt.Errorf("revision %s", b.Status.Revision)
+		}
+		return nil
+	})
+	second := currentRollout(t, ns, name, 30*time.Second, "")
+	revC := second.Spec.To
+	if second.Name == first.Name || second.Spec.From != revA || revC == revB {
+		t.Fatalf("second rollout %s moves %s -> %s, want a new rollout from %s", second.Name, second.Spec.From, revC, revA)
+	}
+	waitRollout(t, ns, first.Name, 10*time.Second, "the first is superseded", inPhase(flv1.PhaseSuperseded))
+	known := map[string]bool{revA: true, revB: true, revC: true}
+	check := func() {
+		for c, rev := range workRevisions(t, ns, name, names(fleet)...) {
+			if !known[rev] {
+				t.Errorf("cluster %s on unknown revision %s", c, rev)
+			}
+		}
+	}
+	waitRollout(t, ns, second.Name, time.Minute, "B -> C in dev, then staging waits", func(ro *flv1.Rollout) error {
+		check()
+		return inPhase(flv1.PhaseWaitingForApproval)(ro)
+	})
+	expectRevisions(t, ns, name, map[string]string{fleet[0]: revC, fleet[1]: revA, fleet[8]: revA})
+	mustFlotilla(t, "rollout", "approve", name, "-n", ns, "--wave", "staging")
+	waitRollout(t, ns, second.Name, 2*time.Minute, "C everywhere", func(ro *flv1.Rollout) error {
+		check()
+		return inPhase(flv1.PhaseSucceeded)(ro)
+	})
+	for _, i := range rolloutMembers {
+		waitMemberConfigMap(t, i, name, "cfg", 10*time.Second, "C everywhere", hasValue("v", "C"))
+	}
+	out := mustFlotilla(t, "rollout", "history", name, "-n", ns)
+	for _, s := range []string{first.Name + "  " + revA + " -> " + revB + "  Superseded", second.Name + "  " + revA + " -> " + revC + "  Succeeded", "approved wave staging by"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("rollout history lacks %q:\n%s", s, out)
+		}
+	}
+}

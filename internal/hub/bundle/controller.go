@@ -244,6 +244,8 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 		if ro, err = r.ensureRollout(ctx, b, rev.Name, works); err != nil {
 			return delivered{works: works}, err
 		}
+	} else if err := r.endRollouts(ctx, b); err != nil {
+		return delivered{works: works}, err
 	}
 	if ro != nil {
 		if roPlan, targets, err = r.planRollout(ro, placed, existing, time.Now()); err != nil {

@@ -102,7 +102,7 @@ func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, rev stri
 	}
 	r.Events.Eventf(b, nil, corev1.EventTypeNormal, "RolloutStarted", "Rollout", "rollout %s opened: %s -> %s", ro.Name, revisionText(from), rev)
 	if latest != nil && !latest.Status.Phase.Done() {
-		if err := r.supersede(ctx, latest, ro.Name); err != nil {
+		if err := r.supersede(ctx, latest, fmt.Sprintf("rollout %s moves the fleet to %s", ro.Name, rev)); err != nil {
 			return nil, err
 		}
 	}
@@ -119,15 +119,28 @@ func revisionText(rev string) string {
 // supersede ends a rollout in flight because a newer revision arrived. Its clusters stay
 // where they are; the new rollout moves each of them to the new revision in its wave, and
 // its rollback returns them to the same from-revision.
-func (r *Reconciler) supersede(ctx context.Context, ro *flv1.Rollout, by string) error {
+func (r *Reconciler) supersede(ctx context.Context, ro *flv1.Rollout, why string) error {
 	before := ro.DeepCopy()
 	now := metav1.Now()
 	ro.Status.Phase, ro.Status.FinishedAt = flv1.PhaseSuperseded, &now
-	ro.Status.Message = "superseded by " + by
+	ro.Status.Message = "superseded: " + why
 	if err := r.Client.Status().Patch(ctx, ro, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("supersede rollout %s: %w", ro.Name, err)
 	}
-	r.Events.Eventf(ro, nil, corev1.EventTypeNormal, string(flv1.PhaseSuperseded), "Supersede", "superseded by %s", by)
+	r.Events.Eventf(ro, nil, corev1.EventTypeNormal, string(flv1.PhaseSuperseded), "Supersede", "superseded: %s", why)
+	return nil
+}
+
+// endRollouts supersedes the rollout in flight of a Bundle whose strategy was removed: its
+// revision now goes to every cluster at once, and the Rollout must not look alive.
+func (r *Reconciler) endRollouts(ctx context.Context, b *flv1.Bundle) error {
+	all, err := r.rolloutsOf(ctx, b)
+	if err != nil || len(all) == 0 {
+		return err
+	}
+	if latest := &all[len(all)-1]; !latest.Status.Phase.Done() {
+		return r.supersede(ctx, latest, "the Bundle's rollout strategy was removed: its revision goes to every cluster at once")
+	}
 	return nil
 }
 
