@@ -17,7 +17,9 @@ func TestSpecKey(t *testing.T) {
 		mutate func(*flv1.WorkSpec)
 		same   bool
 	}{
-		{"a rollout record", func(s *flv1.WorkSpec) { s.Rollout = &flv1.WorkRollout{Name: "web-2", Wave: "dev", MovedAt: metav1.Now()} }, true},
+		{"a rollout record", func(s *flv1.WorkSpec) {
+			s.Rollout = &flv1.WorkRollout{Name: "web-2", Wave: "dev", MovedAt: metav1.Now()}
+		}, true},
 		{"a break-glass record", func(s *flv1.WorkSpec) { s.BreakGlass = &flv1.BreakGlass{By: "alice", Reason: "INC-1"} }, true},
 		{"a new revision", func(s *flv1.WorkSpec) { s.Revision, s.Content.Hash = "web-b", "h2" }, false},
 		{"another drift mode", func(s *flv1.WorkSpec) { s.Apply.Drift = flv1.DriftReport }, false},
