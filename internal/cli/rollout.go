@@ -79,13 +79,8 @@ func newRolloutActionCmd(g *globals, a rolloutAction) *cobra.Command {
 		Long:  a.long,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, cfg, err := g.hubClient()
-			if err != nil {
-				return err
-			}
 			ns := g.namespaceOr(namespace)
-			who := whoAmI(cmd.Context(), cfg)
-			ro, err := updateLatestRollout(cmd.Context(), c, ns, args[0], func(ro *flv1.Rollout) error {
+			ro, err := g.actOnRollout(cmd.Context(), ns, args[0], func(ro *flv1.Rollout, who string) error {
 				if ro.Status.Phase.Done() && a.record != "Rollback" {
 					return fmt.Errorf("rollout %s is %s: nothing to %s", ro.Name, ro.Status.Phase, a.use)
 				}
@@ -122,13 +117,10 @@ recorded in the Rollout.`,
 			if wave == "" {
 				return fmt.Errorf("name the wave with --wave")
 			}
-			c, cfg, err := g.hubClient()
-			if err != nil {
-				return err
-			}
 			ns := g.namespaceOr(namespace)
-			who := whoAmI(cmd.Context(), cfg)
-			ro, err := updateLatestRollout(cmd.Context(), c, ns, args[0], func(ro *flv1.Rollout) error {
+			var who string
+			ro, err := g.actOnRollout(cmd.Context(), ns, args[0], func(ro *flv1.Rollout, by string) error {
+				who = by
 				if ro.Status.Phase.Done() {
 					return fmt.Errorf("rollout %s is %s: nothing to approve", ro.Name, ro.Status.Phase)
 				}
@@ -196,15 +188,21 @@ func latestRollout(ctx context.Context, c client.Client, ns, bundle string) (*fl
 	return &all[len(all)-1], nil
 }
 
-// updateLatestRollout applies mutate to the Bundle's latest Rollout, retrying on conflicts.
-func updateLatestRollout(ctx context.Context, c client.Client, ns, bundle string, mutate func(*flv1.Rollout) error) (*flv1.Rollout, error) {
+// actOnRollout applies a person's action to the Bundle's latest Rollout, retrying on
+// conflicts; mutate gets who the hub says the caller is, for the record.
+func (g *globals) actOnRollout(ctx context.Context, ns, bundle string, mutate func(ro *flv1.Rollout, who string) error) (*flv1.Rollout, error) {
+	c, cfg, err := g.hubClient()
+	if err != nil {
+		return nil, err
+	}
+	who := whoAmI(ctx, cfg)
 	var ro *flv1.Rollout
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var err error
 		if ro, err = latestRollout(ctx, c, ns, bundle); err != nil {
 			return err
 		}
-		if err := mutate(ro); err != nil {
+		if err := mutate(ro, who); err != nil {
 			return err
 		}
 		return c.Update(ctx, ro)

@@ -48,17 +48,21 @@ func ringSelector(rings ...string) metav1.LabelSelector {
 
 func duration(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
 
-// currentRollout is the Bundle's latest Rollout, once the hub opened one for revision to.
-func currentRollout(t *testing.T, ns, bundle string, timeout time.Duration, to string) *flv1.Rollout {
+// changeAndRollOut changes the Bundle and returns the Rollout the hub opens for its new
+// revision.
+func changeAndRollOut(t *testing.T, ns, bundle string, mutate func(*flv1.Bundle)) *flv1.Rollout {
 	t.Helper()
+	before := getBundle(t, ns, bundle).Status.Revision
+	updateBundle(t, ns, bundle, mutate)
 	var ro *flv1.Rollout
-	eventually(t, timeout, "a rollout to the new revision", func() error {
+	eventually(t, 30*time.Second, "a rollout to the new revision", func() error {
 		b := getBundle(t, ns, bundle)
-		if b.Status.Rollout == nil || (to != "" && b.Status.Rollout.To != to) || (to == "" && b.Status.Rollout.To != b.Status.Revision) {
-			return fmt.Errorf("bundle rollout %+v, revision %s, conditions: %s", b.Status.Rollout, b.Status.Revision, conditionsText(b.Status.Conditions))
+		r := b.Status.Rollout
+		if b.Status.ObservedGeneration != b.Generation || b.Status.Revision == before || r == nil || r.To != b.Status.Revision {
+			return fmt.Errorf("revision %s, rollout %+v, conditions: %s", b.Status.Revision, r, conditionsText(b.Status.Conditions))
 		}
 		ro = &flv1.Rollout{}
-		return hubC.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: b.Status.Rollout.Name}, ro)
+		return hubC.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: r.Name}, ro)
 	})
 	return ro
 }

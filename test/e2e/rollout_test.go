@@ -42,11 +42,10 @@ func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
 	const ns, name = "team-waves", "web"
 	revA := startOnA(t, ns, name, fleet, configMapObj("web", map[string]any{"v": "A"}), deployment("web", 1, "nginx:1.27"))
 
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = threeWaveStrategy(3 * time.Second)
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("web", map[string]any{"v": "B"}), deployment("web", 2, "nginx:1.27"))
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	revB := ro.Spec.To
 	if ro.Spec.From != revA || revB == revA {
 		t.Fatalf("rollout %s moves %s -> %s, want %s -> a new revision", ro.Name, ro.Spec.From, revB, revA)
@@ -128,7 +127,7 @@ func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
 	revA := startOnA(t, ns, name, fleet, configMapObj("api", map[string]any{"v": "A"}), deployment("api", 1, "nginx:1.27"))
 
 	one := intstr.FromInt32(1)
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = &flv1.RolloutStrategy{
 			Waves: []flv1.Wave{
 				{Name: "dev", ClusterSelector: ringSelector("0")},
@@ -146,7 +145,6 @@ func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
 			MergePatch:      jsonValue(t, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"nodeSelector": map[string]any{"no-such-node": "true"}}}}}),
 		}}
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	ro = waitRollout(t, ns, ro.Name, 3*time.Minute, "rolled back", inPhase(flv1.PhaseRolledBack))
 
 	if ro.Status.HaltReason != flv1.ReasonBudgetExhausted || ro.Status.FailureBudget.Used != 2 || ro.Status.FailureBudget.Allowed != 1 {
@@ -207,11 +205,10 @@ func TestUndoAfterSuccess(t *testing.T) {
 	fleet := rolloutFleet(t)
 	const ns, name = "team-undo", "cfg"
 	revA := startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = &flv1.RolloutStrategy{Waves: []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0")}}}
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	waitRollout(t, ns, ro.Name, 2*time.Minute, "succeeded", inPhase(flv1.PhaseSucceeded))
 	out := mustFlotilla(t, "rollout", "undo", name, "-n", ns, "--reason", "customer reports")
 	t.Logf("undo: %s", strings.TrimSpace(out))
@@ -237,14 +234,13 @@ func TestUnreachableClusterFailsAfterDeadlineWithinBudget(t *testing.T) {
 	const ns, name = "team-lost-agent", "cfg"
 	startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
 	one := intstr.FromInt32(1)
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = &flv1.RolloutStrategy{
 			Waves:            []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0"), Soak: duration(time.Second)}},
 			ProgressDeadline: duration(10 * time.Second), FailureBudget: &one, RemainingMaxConcurrent: &one,
 		}
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	lost := fleet[8] // last by name: the remaining wave moves it last, one at a time
 	waitRollout(t, ns, ro.Name, time.Minute, "the remaining wave runs", func(ro *flv1.Rollout) error {
 		if len(ro.Status.Waves) < 2 || ro.Status.Waves[1].Phase != flv1.WaveProgressing {
@@ -281,14 +277,13 @@ func TestHubRestartMidWaveResumes(t *testing.T) {
 	const ns, name = "team-hub-restart", "cfg"
 	startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
 	two := intstr.FromInt32(2)
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = &flv1.RolloutStrategy{
 			Waves:                  []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0"), Soak: duration(8 * time.Second)}},
 			RemainingMaxConcurrent: &two, ProgressDeadline: duration(time.Minute),
 		}
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	waitRollout(t, ns, ro.Name, time.Minute, "dev soaks", inPhase(flv1.PhaseSoaking))
 	moved := getWork(t, fleet[0], ns, name).Spec.Rollout
 	if moved == nil || moved.Name != ro.Name {
@@ -325,7 +320,7 @@ func TestWaveTimeoutHalts(t *testing.T) {
 	fleet := rolloutFleet(t)
 	const ns, name = "team-timeout", "slow"
 	revA := startOnA(t, ns, name, fleet, configMapObj("slow", map[string]any{"v": "A"}))
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	ro := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = &flv1.RolloutStrategy{
 			Waves:       []flv1.Wave{{Name: "dev", ClusterSelector: ringSelector("0")}},
 			WaveTimeout: duration(6 * time.Second), ProgressDeadline: duration(5 * time.Minute),
@@ -334,7 +329,6 @@ func TestWaveTimeoutHalts(t *testing.T) {
 		stuck["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["nodeSelector"] = map[string]any{"no-such-node": "true"}
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("slow", map[string]any{"v": "B"}), stuck)
 	})
-	ro := currentRollout(t, ns, name, 30*time.Second, "")
 	ro = waitRollout(t, ns, ro.Name, time.Minute, "halted", inPhase(flv1.PhaseHalted))
 	if ro.Status.HaltReason != flv1.ReasonWaveTimedOut || ro.Status.Waves[0].Phase != flv1.WaveTimedOut {
 		t.Errorf("halt %q, waves %+v", ro.Status.HaltReason, ro.Status.Waves)
@@ -365,25 +359,17 @@ func TestNewRevisionSupersedesRolloutInFlight(t *testing.T) {
 	fleet := rolloutFleet(t)
 	const ns, name = "team-supersede", "cfg"
 	revA := startOnA(t, ns, name, fleet, configMapObj("cfg", map[string]any{"v": "A"}))
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	first := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Rollout = threeWaveStrategy(time.Second)
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "B"}))
 	})
-	first := currentRollout(t, ns, name, 30*time.Second, "")
 	revB := first.Spec.To
 	waitRollout(t, ns, first.Name, time.Minute, "A -> B waits for approval", inPhase(flv1.PhaseWaitingForApproval))
 	expectRevisions(t, ns, name, map[string]string{fleet[0]: revB, fleet[1]: revA})
 
-	updateBundle(t, ns, name, func(b *flv1.Bundle) {
+	second := changeAndRollOut(t, ns, name, func(b *flv1.Bundle) {
 		b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "C"}))
 	})
-	waitBundle(t, ns, name, 30*time.Second, "revision C rendered", func(b *flv1.Bundle) error {
-		if b.Status.ObservedGeneration != b.Generation || b.Status.Revision == revB {
-			return fmt.Errorf("revision %s", b.Status.Revision)
-		}
-		return nil
-	})
-	second := currentRollout(t, ns, name, 30*time.Second, "")
 	revC := second.Spec.To
 	if second.Name == first.Name || second.Spec.From != revA || revC == revB {
 		t.Fatalf("second rollout %s moves %s -> %s, want a new rollout from %s", second.Name, second.Spec.From, revC, revA)
