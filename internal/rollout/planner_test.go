@@ -507,6 +507,23 @@ func TestCompute(t *testing.T) {
 			}
 		},
 	}, {
+		name: "a failed cluster that leaves the placement leaves the rollout, its failure included",
+		ro: rolloutOf(threeWaves(), func(r *flv1.Rollout) {
+			r.Spec.Strategy.FailureBudget = num(0)
+			r.Status.Phase, r.Status.HaltReason = flv1.PhaseHalted, flv1.ReasonBudgetExhausted
+			r.Status.Waves = []flv1.WaveStatus{{Name: "canary", Phase: flv1.WaveProgressing, StartedAt: atp(0)}}
+		}),
+		// c1 failed and was then removed from the Bundle's placement: it is not in the input.
+		clusters: fleet(map[string][]string{"c2": {"web-b", "moved@0s", "wave=canary", "healthy"}})[1:],
+		now:      20 * time.Minute,
+		phase:    flv1.PhaseSoaking,
+		budget:   "0/0",
+		check: func(t *testing.T, p Plan) {
+			if p.Status.Clusters.Total != 5 || p.Status.Waves[0].Clusters != 1 {
+				t.Errorf("counts %+v, waves %+v", p.Status.Clusters, p.Status.Waves)
+			}
+		},
+	}, {
 		name: "a cluster already on B without this rollout's record is adopted, so its deadline runs",
 		ro: rolloutOf(flv1.RolloutStrategy{}, func(r *flv1.Rollout) {
 			r.Status.Waves = []flv1.WaveStatus{{Name: "remaining", Phase: flv1.WaveProgressing, StartedAt: atp(0)}}

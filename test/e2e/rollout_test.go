@@ -69,9 +69,22 @@ func TestRolloutPassesWavesWithSoakAndApproval(t *testing.T) {
 	waitMemberConfigMap(t, 0, name, "web", 10*time.Second, "dev runs B", hasValue("v", "B"))
 	waitMemberConfigMap(t, 1, name, "web", time.Second, "staging still runs A", hasValue("v", "A"))
 
+	// Paused, an approval does not start the wave; resumed, it does.
+	mustFlotilla(t, "rollout", "pause", name, "-n", ns, "--reason", "lunch")
+	waitRollout(t, ns, ro.Name, 10*time.Second, "paused", inPhase(flv1.PhasePaused))
 	out := mustFlotilla(t, "rollout", "approve", name, "-n", ns, "--wave", "staging", "--comment", "dev is fine")
 	t.Logf("approve: %s", strings.TrimSpace(out))
+	time.Sleep(2 * time.Second)
+	waitRollout(t, ns, ro.Name, time.Second, "still paused", inPhase(flv1.PhasePaused))
+	expectRevisions(t, ns, name, map[string]string{fleet[1]: revA})
+	if _, err := flotilla(t, "rollout", "approve", name, "-n", ns, "--wave", "nope"); err == nil {
+		t.Error("approving a wave that does not exist succeeded")
+	}
+	mustFlotilla(t, "rollout", "resume", name, "-n", ns)
 	ro = waitRollout(t, ns, ro.Name, 3*time.Minute, "rollout succeeds", inPhase(flv1.PhaseSucceeded))
+	if a := ro.Spec.Actions; len(a) != 2 || a[0].Action != "Pause" || a[0].Reason != "lunch" || a[1].Action != "Resume" {
+		t.Errorf("actions %+v", a)
+	}
 	t.Logf("rollout %s succeeded %s after dev passed", ro.Name, time.Since(start).Round(100*time.Millisecond))
 	for c := range want {
 		want[c] = revB
