@@ -28,8 +28,9 @@ func NewRoot() *cobra.Command {
 		Short: "Manage many Kubernetes clusters as one fleet",
 		Long: `Flotilla manages a fleet of Kubernetes clusters from one hub: an inventory of member
 clusters with owners and labels, and Bundles: one shared baseline delivered to every cluster
-that should have it, with per-cluster overrides, drift correction and offline operation.
-and progressive rollouts: waves, soak, approvals, a failure budget, halt and undo.
+that should have it, with per-cluster overrides, drift correction and offline operation;
+and progressive rollouts of every change: waves, soak, approvals, a failure budget, halt and
+undo ("flotilla rollout --help").
 
 The hub is a Kubernetes API server running "flotilla hub"; each member runs "flotilla agent",
 which only needs outbound access to the hub. Commands that talk to the hub use
