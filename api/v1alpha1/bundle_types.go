@@ -16,6 +16,8 @@ const (
 // Reasons used on Bundle conditions.
 const (
 	ReasonInvalidSource    = "InvalidSource"    // the source does not parse or misses a referenced ConfigMap
+	ReasonSourceNotReady   = "SourceNotReady"   // the GitRepository has not fetched a commit yet
+	ReasonKustomizeFailed  = "KustomizeFailed"  // the Kustomize build of the path failed
 	ReasonInvalidResource  = "InvalidResource"  // an object has no apiVersion, kind or name, or is duplicated
 	ReasonOverrideFailed   = "OverrideFailed"   // an override rule does not apply for some cluster
 	ReasonInvalidPlacement = "InvalidPlacement" // a selector does not parse
@@ -45,13 +47,28 @@ const (
 // WorkName is the name of a Bundle's Work in a cluster namespace: <namespace>.<name>.
 func WorkName(bundleNamespace, bundleName string) string { return bundleNamespace + "." + bundleName }
 
-// BundleSource says where the objects come from. Exactly one source is set; inline is the
-// only one today (Git, Helm and Kustomize sources come next, as siblings of inline).
-// +kubebuilder:validation:XValidation:rule="has(self.inline)",message="set source.inline"
+// BundleSource says where the objects come from. Exactly one source is set.
+// +kubebuilder:validation:XValidation:rule="[has(self.inline), has(self.git)].filter(x, x).size() == 1",message="set exactly one source: inline or git"
 type BundleSource struct {
 	// Inline objects, written in the Bundle itself or in ConfigMaps beside it.
 	// +optional
 	Inline *InlineSource `json:"inline,omitempty"`
+	// Git reads the objects from a path of a GitRepository at the commit it last fetched:
+	// the Kustomize build of the path when it holds a kustomization, else every .yaml, .yml
+	// and .json file below it (recursively, in path order, multi-document).
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+}
+
+// GitSource is a path in a GitRepository of the Bundle's namespace.
+type GitSource struct {
+	// Repository is the GitRepository's name.
+	Repository LocalObjectReference `json:"repository"`
+	// Path in the repository ("" or "." for its root).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:XValidation:rule="!self.contains('..')",message="path must stay inside the repository (no ..)"
+	Path string `json:"path,omitempty"`
 }
 
 // InlineSource is a list of objects, and ConfigMaps whose every data key holds YAML
@@ -212,6 +229,10 @@ type BundleStatus struct {
 	// Revision is the current BundleRevision: what every targeted cluster should run.
 	// +optional
 	Revision string `json:"revision,omitempty"`
+	// SourceRevision is where the current revision was rendered from, for a git source
+	// "<ref>@<commit>" (the commit the GitRepository had fetched).
+	// +optional
+	SourceRevision string `json:"sourceRevision,omitempty"`
 	// Variants is how many distinct renderings the revision has (one per distinct set of
 	// matching override rules).
 	// +optional

@@ -38,6 +38,11 @@ type BundleRevisionSpec struct {
 	BundleGeneration int64 `json:"bundleGeneration"`
 	// Base is the source's content before overrides.
 	Base ContentReference `json:"base"`
+	// SourceRevision is where the content was first rendered from ("<ref>@<commit>" for a
+	// git source; empty for inline). A later commit rendering the same content keeps this
+	// revision, so this is the commit that introduced it.
+	// +optional
+	SourceRevision string `json:"sourceRevision,omitempty"`
 	// Overrides are the Bundle's override rules at this revision.
 	// +optional
 	// +listType=atomic

@@ -20,7 +20,8 @@ least-privilege RBAC, and track the agent's heartbeat: a cluster whose heartbeat
 the grace period is marked Ready=False (reason Unreachable). For every Bundle they select the
 clusters, render the content once per distinct set of overrides, store it as an immutable
 BundleRevision and write one Work per cluster, then gather the agents' reports into the
-Bundle's status.
+Bundle's status. It fetches GitRepositories (on their interval, or at once when a signed
+webhook call arrives) and renders Bundles whose source is a Git path or a Kustomize overlay.
 
 Several replicas may run; leader election lets one reconcile at a time.`,
 		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig
@@ -45,6 +46,8 @@ Several replicas may run; leader election lets one reconcile at a time.`,
 	f.BoolVar(&o.InstallCRDs, "install-crds", true, "install or upgrade Flotilla's CRDs at start")
 	f.Float32Var(&o.QPS, "kube-api-qps", hub.DefaultQPS, "requests per second to the hub API server (fan-out writes one Work per cluster)")
 	f.IntVar(&o.Burst, "kube-api-burst", hub.DefaultBurst, "burst of requests to the hub API server")
+	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", `address of the Git webhook /hooks/git/<namespace>/<name> ("0" disables it)`)
+	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "where GitRepositories are cloned (default: flotilla/git under the user's cache directory)")
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")
 	return cmd
 }

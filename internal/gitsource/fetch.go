@@ -214,13 +214,11 @@ func shortName(n plumbing.ReferenceName) string {
 
 // classify turns transport errors into the package's kinds, keeping the message.
 func classify(url string, err error) error {
-	switch {
-	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
-		return fmt.Errorf("%w at %s: %v", ErrAuth, url, err)
-	case errors.Is(err, transport.ErrRepositoryNotFound):
-		return fmt.Errorf("%w: %s: %v", ErrUnreachable, url, err)
+	msg := strings.Join(strings.Fields(err.Error()), " ") // servers end bodies with newlines
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
+		return fmt.Errorf("%w at %s: %s", ErrAuth, url, msg)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrUnreachable, url, err)
+	return fmt.Errorf("%w: %s: %s", ErrUnreachable, url, msg)
 }
 
 // Descends reports whether commit descends from (or is) ancestor, both in the cache. A

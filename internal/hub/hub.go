@@ -4,6 +4,8 @@ package hub
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,11 +21,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/gitsource"
 	"flotilla.dev/flotilla/internal/hub/bundle"
 	"flotilla.dev/flotilla/internal/hub/membercluster"
+	"flotilla.dev/flotilla/internal/hub/source"
 )
 
 // SystemNamespace holds the hub's own objects, such as its leader-election Lease.
@@ -46,6 +51,11 @@ type Options struct {
 	// DefaultBurst). A Bundle change writes one Work per cluster, so these bound fan-out.
 	QPS   float32
 	Burst int
+	// WebhookAddr serves the Git webhook /hooks/git/<namespace>/<name> ("" or "0" disables it).
+	WebhookAddr string
+	// GitCacheDir holds the bare clones of GitRepositories (default: a directory under the
+	// user's cache directory). It may be lost: a restarted hub fetches again.
+	GitCacheDir string
 }
 
 // The hub's default client rate limits: the hub API server is Flotilla's own, and its
@@ -117,8 +127,25 @@ func Run(ctx context.Context, o Options) error {
 	if err := (&membercluster.Reconciler{Client: mgr.GetClient(), HeartbeatGrace: o.HeartbeatGrace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if o.GitCacheDir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		o.GitCacheDir = filepath.Join(base, "flotilla", "git")
+	}
+	gitCache := &gitsource.Cache{Dir: o.GitCacheDir}
+	repos := &source.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Cache: gitCache}
+	if err := repos.SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if err := (&bundle.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), ContentKey: contentKey,
-		Events: mgr.GetEventRecorder("flotilla-hub")}).SetupWithManager(mgr); err != nil {
+		Events: mgr.GetEventRecorder("flotilla-hub"), Git: gitCache}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	// The webhook runs on the leader only: it feeds the leader's controller.
+	hook := &source.Webhook{Repos: mgr.GetClient(), Secrets: mgr.GetAPIReader(), Trigger: repos.Trigger}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return source.ServeWebhook(ctx, o.WebhookAddr, hook) })); err != nil {
 		return err
 	}
 	if o.ProbeAddr != "0" && o.ProbeAddr != "" {

@@ -43,11 +43,11 @@ func TestHubLeaderElection(t *testing.T) {
 		return nil
 	})
 	// The standby serves no probes (the leader holds that port) and its metrics elsewhere.
-	ports, err := proc.FreePorts(1)
+	ports, err := proc.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	standbyMetrics := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	standbyMetrics, standbyWebhook := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	args := slices.Clone(hubProc.Args)
 	for i := range args {
 		switch args[i] {
@@ -55,6 +55,8 @@ func TestHubLeaderElection(t *testing.T) {
 			args[i+1] = "0"
 		case "--metrics-bind-address":
 			args[i+1] = standbyMetrics
+		case "--webhook-bind-address":
+			args[i+1] = standbyWebhook
 		}
 	}
 	standby, err := proc.Start("hub-2", hubProc.Path, args, hubProc.LogFile+".2", false)
@@ -87,7 +89,7 @@ func TestHubLeaderElection(t *testing.T) {
 		return nil
 	})
 	t.Logf("standby took over %s after the leader was told to stop", time.Since(stopped).Round(100*time.Millisecond))
-	hubProc, hubMetrics = standby, "http://"+standbyMetrics+"/metrics"
+	hubProc, hubMetrics, hubWebhook = standby, "http://"+standbyMetrics+"/metrics", "http://"+standbyWebhook
 
 	// The new leader does the work: a join needs it to provision the cluster's identity and
 	// wait for the agent's heartbeat; an unjoin needs it to revoke and release.

@@ -36,8 +36,8 @@ var (
 	stateDir string // where local agents are recorded
 	hubC     client.Client
 	hubProc  *proc.Process
-	// hubMetrics is the URL of the hub's Prometheus metrics.
-	hubMetrics string
+	// hubMetrics is the URL of the hub's Prometheus metrics; hubWebhook the base URL of its Git webhook.
+	hubMetrics, hubWebhook string
 )
 
 func TestMain(m *testing.M) {
@@ -72,15 +72,17 @@ func run(m *testing.M) int {
 	defer stopLocalAgents()
 
 	hubLog := filepath.Join(work, "hub.log")
-	ports, err := proc.FreePorts(2)
+	ports, err := proc.FreePorts(3)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	probe := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	hubMetrics = fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[1])
+	hubWebhook = fmt.Sprintf("http://127.0.0.1:%d", ports[2])
 	hubProc, err = proc.Start("hub", binary, []string{"hub", "--hub-kubeconfig", env.Hub.Kubeconfig,
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-probe-bind-address", probe}, hubLog, false)
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1]), "--health-probe-bind-address", probe,
+		"--webhook-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[2]), "--git-cache-dir", filepath.Join(work, "git-cache")}, hubLog, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

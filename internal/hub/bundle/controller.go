@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/gitsource"
 	"flotilla.dev/flotilla/internal/placement"
 	"flotilla.dev/flotilla/internal/rollout"
 )
@@ -48,6 +50,8 @@ type Reconciler struct {
 	ContentKey []byte
 	// Events records rollout transitions on Bundles and Rollouts.
 	Events events.EventRecorder
+	// Git reads the commits GitRepositories fetched, for Bundles with a git source.
+	Git *gitsource.Cache
 
 	stored  sync.Map // chunk names known to exist
 	plans   sync.Map // bundle UID -> *cachedPlan
@@ -64,6 +68,9 @@ type cachedPlan struct {
 // SetupWithManager registers the controller and what it watches.
 func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flv1.Bundle{}, configMapIndex, indexConfigMaps); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &flv1.Bundle{}, gitRepositoryIndex, indexGitRepositories); err != nil {
 		return err
 	}
 	toBundle := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
@@ -95,6 +102,17 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 		return out
 	})
+	byGitRepository := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &flv1.BundleList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{gitRepositoryIndex: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
+		}
+		return out
+	})
 	return ctrl.ControllerManagedBy(mgr).
 		Named("bundle").
 		For(&flv1.Bundle{}, ctrl.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
@@ -104,6 +122,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		Watches(&flv1.Rollout{}, toBundle, ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&flv1.MemberCluster{}, allBundles, ctrl.WithPredicates(placementRelevant())).
 		Watches(&corev1.ConfigMap{}, byConfigMap, ctrl.OnlyMetadata).
+		Watches(&flv1.GitRepository{}, byGitRepository, ctrl.WithPredicates(artifactChanged())).
 		Complete(r)
 }
 
@@ -115,6 +134,16 @@ func placementRelevant() predicate.Funcs {
 		o, n := e.ObjectOld.(*flv1.MemberCluster), e.ObjectNew.(*flv1.MemberCluster)
 		return o.Generation != n.Generation || !equality.Semantic.DeepEqual(o.Labels, n.Labels) ||
 			!n.DeletionTimestamp.IsZero() || n.IsReady() != o.IsReady()
+	}}
+}
+
+// artifactChanged passes GitRepository changes that can change what its Bundles render or
+// say: a new commit, or a change of its Ready condition (not every fetch's timestamp).
+func artifactChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, n := e.ObjectOld.(*flv1.GitRepository), e.ObjectNew.(*flv1.GitRepository)
+		return !equality.Semantic.DeepEqual(o.Status.Artifact, n.Status.Artifact) ||
+			!equality.Semantic.DeepEqual(meta.FindStatusCondition(o.Status.Conditions, flv1.ConditionReady), meta.FindStatusCondition(n.Status.Conditions, flv1.ConditionReady))
 	}}
 }
 
@@ -213,7 +242,7 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 		placed = append(placed, byName[n])
 	}
 
-	objs, err := r.source(ctx, b)
+	objs, sourceRev, err := r.source(ctx, b)
 	if err != nil {
 		return delivered{works: works}, err
 	}
@@ -221,6 +250,8 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	if err != nil {
 		return delivered{works: works}, err
 	}
+	plan.SourceRevision = sourceRev
+	b.Status.SourceRevision = sourceRev
 	rev, refs, err := r.ensureRevision(ctx, b, plan)
 	if err != nil {
 		return delivered{works: works}, err
@@ -367,21 +398,27 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *flv1.Work) error {
 }
 
 // source loads and parses the Bundle's objects, reusing the last result while the inputs
-// (generation, ConfigMap versions) are unchanged.
-func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
-	key, err := r.sourceKey(ctx, b)
+// (generation, ConfigMap versions, the Git commit) are unchanged. It also returns where they
+// came from ("<ref>@<commit>" for a git source).
+func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, string, error) {
+	key, sourceRev, err := r.sourceKey(ctx, b)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if c, ok := r.plans.Load(b.UID); ok && c.(*cachedPlan).key == key {
-		return c.(*cachedPlan).objs, c.(*cachedPlan).err
+		return c.(*cachedPlan).objs, sourceRev, c.(*cachedPlan).err
 	}
-	objs, err := LoadSource(ctx, r.APIReader, b)
+	var objs []*unstructured.Unstructured
+	if b.Spec.Source.Git != nil {
+		objs, err = r.loadGit(ctx, b)
+	} else {
+		objs, err = LoadSource(ctx, r.APIReader, b)
+	}
 	var se *StallError
 	if err == nil || errors.As(err, &se) {
 		r.plans.Store(b.UID, &cachedPlan{key: key, objs: objs, err: err})
 	}
-	return objs, err
+	return objs, sourceRev, err
 }
 
 // cleanup removes a deleted Bundle's Works (each agent then removes or orphans the objects,

@@ -46,6 +46,8 @@ type Plan struct {
 	Variants []*Variant
 	// ByCluster maps each placed cluster to its variant.
 	ByCluster map[string]*Variant
+	// SourceRevision is where the objects came from ("<ref>@<commit>"; empty for inline).
+	SourceRevision string
 }
 
 // validate checks what the hub can check without a member: every object has apiVersion,

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -18,11 +19,23 @@ import (
 )
 
 // sourceKey identifies the inputs of a render, so an unchanged Bundle is not re-rendered on
-// every status event: its generation and the resourceVersions of its ConfigMaps.
-func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, error) {
+// every status event: its generation and the resourceVersions of its ConfigMaps, or the
+// commit its GitRepository fetched (also returned, as "<ref>@<commit>").
+func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, string, error) {
 	key := fmt.Sprintf("%s/%d", b.UID, b.Generation)
+	if b.Spec.Source.Git != nil {
+		repo, err := r.gitRepositoryOf(ctx, b)
+		if err != nil {
+			var se *StallError
+			if errors.As(err, &se) {
+				return key + "/git-not-ready", "", nil // loadGit says what is missing
+			}
+			return "", "", err
+		}
+		return key + "/" + repo.Spec.URL + "@" + repo.Status.Artifact.Commit, sourceRevisionOf(repo), nil
+	}
 	if b.Spec.Source.Inline == nil {
-		return key, nil
+		return key, "", nil
 	}
 	for _, ref := range b.Spec.Source.Inline.ConfigMaps {
 		m := &metav1.PartialObjectMetadata{}
@@ -32,12 +45,12 @@ func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, err
 		case apierrors.IsNotFound(err):
 			key += "/" + ref.Name + "@missing"
 		case err != nil:
-			return "", err
+			return "", "", err
 		default:
 			key += "/" + ref.Name + "@" + m.ResourceVersion
 		}
 	}
-	return key, nil
+	return key, "", nil
 }
 
 // LoadSource reads a Bundle's objects, in order: inline resources, then each ConfigMap's
@@ -45,7 +58,7 @@ func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, err
 func LoadSource(ctx context.Context, reader client.Reader, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
 	in := b.Spec.Source.Inline
 	if in == nil {
-		return nil, stall(flv1.ReasonInvalidSource, "spec.source sets no source: use source.inline")
+		return nil, stall(flv1.ReasonInvalidSource, "spec.source.inline is not set: a Bundle with a git source is rendered by the hub only")
 	}
 	var objs []*unstructured.Unstructured
 	for i, raw := range in.Resources {

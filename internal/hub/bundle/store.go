@@ -67,7 +67,7 @@ func (r *Reconciler) ensureRevision(ctx context.Context, b *flv1.Bundle, p *Plan
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.Namespace,
 				Labels:          map[string]string{flv1.LabelBundleName: b.Name, flv1.LabelBundleUID: string(b.UID)},
 				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, flv1.GroupVersion.WithKind("Bundle"))}},
-			Spec: flv1.BundleRevisionSpec{Bundle: b.Name, Hash: p.Hash, BundleGeneration: b.Generation,
+			Spec: flv1.BundleRevisionSpec{Bundle: b.Name, Hash: p.Hash, BundleGeneration: b.Generation, SourceRevision: p.SourceRevision,
 				Base: baseRef, Overrides: b.Spec.Overrides},
 		}
 		if err := r.Client.Create(ctx, rev); err != nil && !apierrors.IsAlreadyExists(err) {
