@@ -179,6 +179,12 @@ type RolloutSpec struct {
 	From string `json:"from,omitempty"`
 	// To is the revision this rollout delivers.
 	To string `json:"to"`
+	// FromSource and ToSource are where those revisions were rendered from ("<ref>@<commit>"
+	// for a git source): which commits the rollout moves between.
+	// +optional
+	FromSource string `json:"fromSource,omitempty"`
+	// +optional
+	ToSource string `json:"toSource,omitempty"`
 	// Strategy is the Bundle's spec.rollout when the rollout started. Editing it here
 	// (for example raising the failure budget of a halted rollout) affects only this rollout.
 	Strategy RolloutStrategy `json:"strategy"`

@@ -66,6 +66,10 @@ type WorkSpec struct {
 	Revision string `json:"revision"`
 	// Content of this cluster's variant of the revision.
 	Content ContentReference `json:"content"`
+	// SourceRevision is where the revision was rendered from ("<ref>@<commit>" for a git
+	// source): which commit runs on this cluster.
+	// +optional
+	SourceRevision string `json:"sourceRevision,omitempty"`
 	// Variables substituted into the content on the member.
 	Variables WorkVariables `json:"variables"`
 	// TargetNamespace for namespaced objects that name none.

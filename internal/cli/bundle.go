@@ -71,6 +71,14 @@ AVAILABLE (every object healthy), FAILED or DRIFTED. "flotilla describe bundle" 
 	return cmd
 }
 
+// shortSource shortens "<ref>@<40-hex commit>" to "<ref>@<12 hex>" for tables.
+func shortSource(s string) string {
+	if i := strings.LastIndex(s, "@"); i >= 0 && len(s)-i-1 > 12 {
+		return s[:i+13]
+	}
+	return s
+}
+
 func filterNames[T any](items []T, names []string, name func(T) string) []T {
 	if len(names) == 0 {
 		return items
@@ -92,7 +100,7 @@ func printBundleTable(w io.Writer, items []flv1.Bundle, wide bool, now time.Time
 	tw := tabwriter.NewWriter(w, 0, 4, 3, ' ', 0)
 	h := "NAMESPACE\tNAME\tREADY\tREVISION\tTARGETED\tAPPLIED\tAVAILABLE\tFAILED\tDRIFTED\tAGE"
 	if wide {
-		h += "\tROLLOUT\tMESSAGE"
+		h += "\tSOURCE\tROLLOUT\tMESSAGE"
 	}
 	fmt.Fprintln(tw, h)
 	for _, b := range items {
@@ -114,7 +122,7 @@ func printBundleTable(w io.Writer, items []flv1.Bundle, wide bool, now time.Time
 			if r := b.Status.Rollout; r != nil {
 				ro = r.Name + " " + orPending(string(r.Phase))
 			}
-			row = append(row, ro, orDash(msg))
+			row = append(row, orDash(shortSource(b.Status.SourceRevision)), ro, orDash(msg))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -160,6 +168,9 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 	fmt.Fprintf(w, "Name:        %s\nNamespace:   %s\nRevision:    %s (%d variants)\nTargeted:    %d clusters: %d applied, %d available, %d failed, %d drifted, %d unreachable\n",
 		b.Name, b.Namespace, orDash(b.Status.Revision), b.Status.Variants, b.Status.Targeted, b.Status.Applied, b.Status.Available,
 		b.Status.Failed, b.Status.Drifted, b.Status.Unreachable)
+	if b.Status.SourceRevision != "" {
+		fmt.Fprintf(w, "Source:      %s\n", b.Status.SourceRevision)
+	}
 	if b.Spec.Paused {
 		fmt.Fprintln(w, "Paused:      true (no new revision is rendered or sent)")
 	}
@@ -189,7 +200,7 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 	}
 	fmt.Fprintln(w, "Clusters:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  CLUSTER\tREVISION\tAPPLIED-REVISION\tWAVE\tAPPLIED\tAVAILABLE\tDRIFTED\tMESSAGE")
+	fmt.Fprintln(tw, "  CLUSTER\tREVISION\tSOURCE\tAPPLIED-REVISION\tWAVE\tAPPLIED\tAVAILABLE\tDRIFTED\tMESSAGE")
 	for _, wk := range works.Items {
 		cond := func(t string) (string, string) {
 			if c := meta.FindStatusCondition(wk.Status.Conditions, t); c != nil {
@@ -213,7 +224,8 @@ func describeBundle(ctx context.Context, w io.Writer, c client.Client, ns, name 
 		if r := wk.Spec.Rollout; r != nil {
 			wave = r.Wave
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.Labels[flv1.LabelCluster], wk.Spec.Revision, orDash(wk.Status.AppliedRevision), wave, ap, av, dr, msg)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", wk.Labels[flv1.LabelCluster], wk.Spec.Revision, orDash(shortSource(wk.Spec.SourceRevision)),
+			orDash(wk.Status.AppliedRevision), wave, ap, av, dr, msg)
 	}
 	_ = tw.Flush()
 	var problems []string

@@ -80,7 +80,7 @@ printed again on each change otherwise (logs, CI).`,
 // printRolloutStatus renders one rollout for people.
 func printRolloutStatus(w io.Writer, ro *flv1.Rollout, now time.Time) {
 	st := &ro.Status
-	fmt.Fprintf(w, "Rollout %s/%s of bundle %s: %s -> %s\n", ro.Namespace, ro.Name, ro.Spec.Bundle, revOrNone(ro.Spec.From), ro.Spec.To)
+	fmt.Fprintf(w, "Rollout %s/%s of bundle %s: %s -> %s%s\n", ro.Namespace, ro.Name, ro.Spec.Bundle, revOrNone(ro.Spec.From), ro.Spec.To, sources(ro))
 	line := fmt.Sprintf("Phase:   %s", orPending(string(st.Phase)))
 	if st.StartedAt != nil {
 		end := now
@@ -236,7 +236,7 @@ abort and rollback with who, when and why.`,
 			w := cmd.OutOrStdout()
 			for _, ro := range all {
 				st := ro.Status
-				fmt.Fprintf(w, "%s  %s -> %s  %s", ro.Name, revOrNone(ro.Spec.From), ro.Spec.To, orPending(string(st.Phase)))
+				fmt.Fprintf(w, "%s  %s -> %s  %s%s", ro.Name, revOrNone(ro.Spec.From), ro.Spec.To, orPending(string(st.Phase)), sources(&ro))
 				if st.StartedAt != nil {
 					fmt.Fprintf(w, "  started %s", st.StartedAt.Format(time.RFC3339))
 					if st.FinishedAt != nil {
@@ -259,6 +259,14 @@ abort and rollback with who, when and why.`,
 	}
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", "", "namespace of the Bundle")
 	return cmd
+}
+
+// sources says which commits a rollout moves between, when its Bundle reads Git.
+func sources(ro *flv1.Rollout) string {
+	if ro.Spec.ToSource == "" {
+		return ""
+	}
+	return fmt.Sprintf("  (%s -> %s)", orDash(shortSource(ro.Spec.FromSource)), shortSource(ro.Spec.ToSource))
 }
 
 func suffix(s string) string {

@@ -210,6 +210,24 @@ func TestGitPushRollsOut(t *testing.T) {
 	if n := rolloutCount(t, ns, name); n != firstRollouts+1 {
 		t.Errorf("%d rollouts, want %d: the docs-only commit opened one", n, firstRollouts+1)
 	}
+
+	// Which commit runs where: each Work, describe, and the rollout history say it.
+	for _, c := range []string{c0, c1name} {
+		if w := getWork(t, c, ns, name); w.Spec.SourceRevision != "main@"+second {
+			t.Errorf("cluster %s runs source %q, want main@%s", c, w.Spec.SourceRevision, second)
+		}
+	}
+	out := mustFlotilla(t, "describe", "bundle", name, "-n", ns)
+	for _, want := range []string{"Source:      main@" + third, "main@" + second[:12]} {
+		if !strings.Contains(out, want) {
+			t.Errorf("describe bundle lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustFlotilla(t, "rollout", "history", name, "-n", ns)
+	if want := fmt.Sprintf("(main@%s -> main@%s)", first[:12], second[:12]); !strings.Contains(out, want) {
+		t.Errorf("rollout history lacks %q:\n%s", want, out)
+	}
+	t.Logf("flotilla rollout history:\n%s", out)
 }
 
 // currentRolloutName waits until the Bundle renders sourceRev and has a rollout to its

@@ -624,8 +624,9 @@ func (d *Deliverer) remove(ctx context.Context, name string, st *workState) erro
 // specKey identifies what a Work asks to run: its spec without the break-glass record.
 func specKey(w *flv1.Work) string {
 	spec := w.Spec
-	// Neither a break-glass record nor the hub's rollout record changes what runs.
-	spec.BreakGlass, spec.Rollout = nil, nil
+	// Neither a break-glass record nor the hub's rollout record and source revision change
+	// what runs.
+	spec.BreakGlass, spec.Rollout, spec.SourceRevision = nil, nil, ""
 	b, _ := json.Marshal(spec)
 	return string(b)
 }

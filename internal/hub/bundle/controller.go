@@ -272,7 +272,7 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	var ro *flv1.Rollout
 	var roPlan rollout.Plan
 	if b.Spec.Rollout != nil {
-		if ro, err = r.ensureRollout(ctx, b, rev.Name, works); err != nil {
+		if ro, err = r.ensureRollout(ctx, b, rev, works); err != nil {
 			return delivered{works: works}, err
 		}
 	} else if err := r.endRollouts(ctx, b); err != nil {
@@ -302,14 +302,14 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 			}
 			continue
 		}
-		ref := refs[plan.ByCluster[mc.Name]]
+		ref, src := refs[plan.ByCluster[mc.Name]], rev.Spec.SourceRevision
 		if t.revision != rev.Name {
-			if ref, err = r.variantOf(ctx, b, t.revision, mc); err != nil {
+			if ref, src, err = r.variantOf(ctx, b, t.revision, mc); err != nil {
 				return delivered{works: works}, err
 			}
 		}
 		spec := desiredWorkSpec(b, mc, t.revision, ref)
-		spec.Rollout = t.record
+		spec.SourceRevision, spec.Rollout = src, t.record
 		if w != nil && (upToDate(w, spec, workLabels(b, mc.Name)) || r.cacheLags(w, spec)) {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
@@ -62,7 +63,8 @@ func stableRevision(latest *flv1.Rollout, works []flv1.Work) string {
 // ensureRollout returns the Rollout that moves the fleet to rev, opening it (and superseding
 // the one in flight) when rev is new. It returns nil when there is nothing to roll out: no
 // Rollout yet and every Work already asks for rev.
-func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, rev string, works []flv1.Work) (*flv1.Rollout, error) {
+func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, current *flv1.BundleRevision, works []flv1.Work) (*flv1.Rollout, error) {
+	rev := current.Name
 	all, err := r.rolloutsOf(ctx, b)
 	if err != nil {
 		return nil, err
@@ -93,7 +95,8 @@ func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, rev stri
 			Labels: map[string]string{flv1.LabelBundleName: b.Name, flv1.LabelBundleNamespace: b.Namespace,
 				flv1.LabelBundleUID: string(b.UID), flv1.LabelRolloutSeq: strconv.Itoa(seq)},
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(b, flv1.GroupVersion.WithKind("Bundle"))}},
-		Spec: flv1.RolloutSpec{Bundle: b.Name, From: from, To: rev, Strategy: *b.Spec.Rollout.DeepCopy()},
+		Spec: flv1.RolloutSpec{Bundle: b.Name, From: from, To: rev, Strategy: *b.Spec.Rollout.DeepCopy(),
+			FromSource: r.sourceOfRevision(ctx, b.Namespace, from), ToSource: current.Spec.SourceRevision},
 	}
 	// A name taken means the cache has not seen our last Rollout yet: fail and retry, never
 	// open two rollouts for one change.
@@ -107,6 +110,18 @@ func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, rev stri
 		}
 	}
 	return ro, r.pruneRollouts(ctx, b, append(all, *ro))
+}
+
+// sourceOfRevision is a stored revision's source revision ("" when unknown).
+func (r *Reconciler) sourceOfRevision(ctx context.Context, ns, name string) string {
+	if name == "" {
+		return ""
+	}
+	rev := &flv1.BundleRevision{}
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, rev); err != nil {
+		return ""
+	}
+	return rev.Spec.SourceRevision
 }
 
 func revisionText(rev string) string {

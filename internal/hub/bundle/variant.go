@@ -14,14 +14,21 @@ import (
 )
 
 // variantOf returns the content of one cluster's variant of a stored revision that is not
-// the Bundle's current one (a rollout keeps or returns clusters there). A revision holds
-// its base and override rules, so a variant it lacks (a cluster with a new label set) is
-// rendered from the revision itself, never from the Bundle as it is now.
-func (r *Reconciler) variantOf(ctx context.Context, b *flv1.Bundle, name string, mc *flv1.MemberCluster) (flv1.ContentReference, error) {
+// the Bundle's current one (a rollout keeps or returns clusters there), and the revision's
+// source revision. A revision holds its base and override rules, so a variant it lacks (a
+// cluster with a new label set) is rendered from the revision itself, never from the Bundle
+// as it is now.
+func (r *Reconciler) variantOf(ctx context.Context, b *flv1.Bundle, name string, mc *flv1.MemberCluster) (flv1.ContentReference, string, error) {
 	rev := &flv1.BundleRevision{}
 	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: name}, rev); err != nil {
-		return flv1.ContentReference{}, fmt.Errorf("revision %s for cluster %s: %w", name, mc.Name, err)
+		return flv1.ContentReference{}, "", fmt.Errorf("revision %s for cluster %s: %w", name, mc.Name, err)
 	}
+	ref, err := r.variantContent(ctx, b, rev, mc)
+	return ref, rev.Spec.SourceRevision, err
+}
+
+func (r *Reconciler) variantContent(ctx context.Context, b *flv1.Bundle, rev *flv1.BundleRevision, mc *flv1.MemberCluster) (flv1.ContentReference, error) {
+	name := rev.Name
 	matching, err := render.MatchingRules(rev.Spec.Overrides, mc.Labels)
 	if err != nil {
 		return flv1.ContentReference{}, fmt.Errorf("revision %s for cluster %s: %w", name, mc.Name, err)
