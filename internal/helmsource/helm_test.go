@@ -31,7 +31,7 @@ spec:
 	"templates/_helpers.tpl": `{{- define "x" }}x{{ end }}`,
 	"templates/NOTES.txt":    "thanks",
 	"templates/cm.yaml":      "{{- if .Values.config }}\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: {{ .Release.Name }}-config}\ndata: {level: {{ .Values.config.level | quote }}}\n{{- end }}\n",
-	"crds/widget.yaml": "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {group: example.com, names: {kind: Widget, plural: widgets}, scope: Namespaced, versions: []}\n",
+	"crds/widget.yaml":       "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec: {group: example.com, names: {kind: Widget, plural: widgets}, scope: Namespaced, versions: []}\n",
 }
 
 const defaultValues = "replicas: 1\ntag: \"1.27\"\nconfig: {level: info}\n"
