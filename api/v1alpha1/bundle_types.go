@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -18,6 +19,7 @@ const (
 	ReasonInvalidSource    = "InvalidSource"    // the source does not parse or misses a referenced ConfigMap
 	ReasonSourceNotReady   = "SourceNotReady"   // the GitRepository has not fetched a commit yet
 	ReasonKustomizeFailed  = "KustomizeFailed"  // the Kustomize build of the path failed
+	ReasonHelmFailed       = "HelmFailed"       // the chart could not be fetched or rendered
 	ReasonInvalidResource  = "InvalidResource"  // an object has no apiVersion, kind or name, or is duplicated
 	ReasonOverrideFailed   = "OverrideFailed"   // an override rule does not apply for some cluster
 	ReasonInvalidPlacement = "InvalidPlacement" // a selector does not parse
@@ -48,7 +50,7 @@ const (
 func WorkName(bundleNamespace, bundleName string) string { return bundleNamespace + "." + bundleName }
 
 // BundleSource says where the objects come from. Exactly one source is set.
-// +kubebuilder:validation:XValidation:rule="[has(self.inline), has(self.git)].filter(x, x).size() == 1",message="set exactly one source: inline or git"
+// +kubebuilder:validation:XValidation:rule="[has(self.inline), has(self.git), has(self.helm)].filter(x, x).size() == 1",message="set exactly one source: inline, git or helm"
 type BundleSource struct {
 	// Inline objects, written in the Bundle itself or in ConfigMaps beside it.
 	// +optional
@@ -58,6 +60,52 @@ type BundleSource struct {
 	// and .json file below it (recursively, in path order, multi-document).
 	// +optional
 	Git *GitSource `json:"git,omitempty"`
+	// Helm renders a chart, from an HTTP chart repository or a chart directory in a
+	// GitRepository, with values; overrides may add per-cluster helmValues.
+	// +optional
+	Helm *HelmSource `json:"helm,omitempty"`
+}
+
+// HelmSource is a Helm chart and its values.
+// +kubebuilder:validation:XValidation:rule="has(self.git) != (has(self.repository) && has(self.chart))",message="set either repository and chart, or git"
+type HelmSource struct {
+	// Repository is the URL of an HTTP chart repository (its index.yaml is read).
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	Repository string `json:"repository,omitempty"`
+	// Chart is the chart's name in the repository.
+	// +optional
+	Chart string `json:"chart,omitempty"`
+	// Version is an exact version or a semver range ("~1.4"); empty takes the newest. A range
+	// is re-resolved every 5 minutes: a new matching version opens a rollout.
+	// +optional
+	Version string `json:"version,omitempty"`
+	// Git is a chart directory in a GitRepository, instead of repository and chart.
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+	// ReleaseName is .Release.Name (default: the Bundle's name).
+	// +optional
+	ReleaseName string `json:"releaseName,omitempty"`
+	// Values are merged over the chart's defaults, after valuesFrom.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+	// ValuesFrom are ConfigMap or Secret keys holding YAML values, merged in order.
+	// +optional
+	// +listType=atomic
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+}
+
+// ValuesReference is a key of a ConfigMap or Secret in the Bundle's namespace.
+type ValuesReference struct {
+	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key (default values.yaml).
+	// +optional
+	Key string `json:"key,omitempty"`
 }
 
 // GitSource is a path in a GitRepository of the Bundle's namespace.

@@ -17,8 +17,10 @@ type OverrideRule struct {
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 	// Target: the objects the patches apply to. A rule whose target matches no object of
-	// the Bundle is an error: a patch aimed at nothing is almost always a typo.
-	Target ResourceSelector `json:"target"`
+	// the Bundle is an error: a patch aimed at nothing is almost always a typo. Required with
+	// jsonPatch or mergePatch.
+	// +optional
+	Target *ResourceSelector `json:"target,omitempty"`
 	// JSONPatch is a list of RFC 6902 operations.
 	// +optional
 	JSONPatch []JSONPatchOperation `json:"jsonPatch,omitempty"`
@@ -28,6 +30,12 @@ type OverrideRule struct {
 	// +kubebuilder:pruning:PreserveUnknownFields
 	// +kubebuilder:validation:Schemaless
 	MergePatch *apiextensionsv1.JSON `json:"mergePatch,omitempty"`
+	// HelmValues are merged over a Helm source's values for the clusters the rule selects,
+	// before the chart is rendered (once per distinct set of values).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	HelmValues *apiextensionsv1.JSON `json:"helmValues,omitempty"`
 }
 
 // ResourceSelector picks objects by group, kind, namespace and name; empty fields match all.

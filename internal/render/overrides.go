@@ -70,11 +70,17 @@ func ApplyOverrides(objs []*unstructured.Unstructured, rules []flv1.OverrideRule
 	for _, ri := range matching {
 		r := rules[ri]
 		if len(r.JSONPatch) == 0 && r.MergePatch == nil {
-			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("has neither jsonPatch nor mergePatch")}
+			if r.HelmValues != nil {
+				continue // applied to the chart's values before rendering, not to objects
+			}
+			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("has neither jsonPatch, mergePatch nor helmValues")}
+		}
+		if r.Target == nil {
+			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("has a patch but no target")}
 		}
 		hit := 0
 		for i, o := range out {
-			if !targets(r.Target, o) {
+			if !targets(*r.Target, o) {
 				continue
 			}
 			hit++
@@ -85,7 +91,7 @@ func ApplyOverrides(objs []*unstructured.Unstructured, rules []flv1.OverrideRule
 			out[i] = patched
 		}
 		if hit == 0 {
-			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("target %s matches no object of the bundle%s", describe(r.Target), groupHint(r.Target, out))}
+			return nil, &OverrideError{Rule: r.Name, Err: fmt.Errorf("target %s matches no object of the bundle%s", describe(*r.Target), groupHint(*r.Target, out))}
 		}
 	}
 	return out, nil

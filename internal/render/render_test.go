@@ -49,7 +49,7 @@ func objects(t *testing.T) []*unstructured.Unstructured {
 
 func raw(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
-var deployment = flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"}
+var deployment = &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"}
 
 func TestApplyOverrides(t *testing.T) {
 	eu := &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu"}}
@@ -75,7 +75,7 @@ func TestApplyOverrides(t *testing.T) {
 				}
 			}, ""},
 		{"JSON merge patch on a custom kind replaces lists", []flv1.OverrideRule{{Name: "widget",
-			Target: flv1.ResourceSelector{Group: "example.com", Kind: "Widget"}, MergePatch: raw(`{"spec":{"size":"large","tags":["c"]}}`)}},
+			Target: &flv1.ResourceSelector{Group: "example.com", Kind: "Widget"}, MergePatch: raw(`{"spec":{"size":"large","tags":["c"]}}`)}},
 			func(t *testing.T, objs []*unstructured.Unstructured) {
 				size, _, _ := unstructured.NestedString(objs[2].Object, "spec", "size")
 				tags, _, _ := unstructured.NestedStringSlice(objs[2].Object, "spec", "tags")
@@ -92,10 +92,10 @@ func TestApplyOverrides(t *testing.T) {
 					t.Errorf("replicas = %d", r)
 				}
 			}, ""},
-		{"target matching nothing", []flv1.OverrideRule{{Name: "typo", Target: flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "wbe"},
+		{"target matching nothing", []flv1.OverrideRule{{Name: "typo", Target: &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "wbe"},
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: raw("1")}}}}, nil,
 			`override rule "typo": target Deployment.apps /wbe matches no object`},
-		{"group must match too", []flv1.OverrideRule{{Name: "core", Target: flv1.ResourceSelector{Kind: "Deployment"},
+		{"group must match too", []flv1.OverrideRule{{Name: "core", Target: &flv1.ResourceSelector{Kind: "Deployment"},
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "remove", Path: "/spec"}}}}, nil, `matches no object of the bundle (a Deployment of group "apps" has that name: set target.group: "apps")`},
 		{"patch that does not apply", []flv1.OverrideRule{{Name: "bad-path", Target: deployment,
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/nope/x", Value: raw("1")}}}}, nil,
@@ -104,7 +104,7 @@ func TestApplyOverrides(t *testing.T) {
 			JSONPatch: []flv1.JSONPatchOperation{{Op: "test", Path: "/spec/replicas", Value: raw("9")}}}}, nil, `"guard"`},
 		{"renaming is refused", []flv1.OverrideRule{{Name: "rename", Target: deployment,
 			MergePatch: raw(`{"metadata":{"name":"other"}}`)}}, nil, "may not change kind, name or namespace"},
-		{"empty rule", []flv1.OverrideRule{{Name: "empty", Target: deployment}}, nil, "neither jsonPatch nor mergePatch"},
+		{"empty rule", []flv1.OverrideRule{{Name: "empty", Target: deployment}}, nil, "neither jsonPatch, mergePatch nor helmValues"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

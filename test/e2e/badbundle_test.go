@@ -73,7 +73,7 @@ func TestInvalidBundlesAreClearAndSendNothing(t *testing.T) {
 		good := waitBundle(t, "team-bad", "typo", 60*time.Second, "typo ready", bundleReady(1)).Status.Revision
 		updateBundle(t, "team-bad", "typo", func(b *flv1.Bundle) {
 			b.Spec.Source.Inline.Resources = rawObjects(t, configMapObj("cfg", map[string]any{"v": "2"}))
-			b.Spec.Overrides = []flv1.OverrideRule{{Name: "fix-name", Target: flv1.ResourceSelector{Kind: "ConfigMap", Name: "cgf"},
+			b.Spec.Overrides = []flv1.OverrideRule{{Name: "fix-name", Target: &flv1.ResourceSelector{Kind: "ConfigMap", Name: "cgf"},
 				JSONPatch: []flv1.JSONPatchOperation{{Op: "add", Path: "/data/x", Value: jsonValue(t, "y")}}}}
 		})
 		b := waitBundle(t, "team-bad", "typo", 30*time.Second, "Stalled", func(b *flv1.Bundle) error {

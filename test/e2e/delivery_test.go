@@ -122,7 +122,7 @@ func TestBundleReachesClustersBySelectorWithOverridesAndVariables(t *testing.T) 
 			Overrides: []flv1.OverrideRule{{
 				Name:            "eu-replicas",
 				ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu-west"}},
-				Target:          flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
+				Target:          &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
 				JSONPatch:       []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: jsonValue(t, 3)}},
 			}},
 		},

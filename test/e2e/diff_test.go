@@ -39,7 +39,7 @@ func TestDiffBundle(t *testing.T) {
 		b.Spec.Apply.Drift = flv1.DriftReport
 		b.Spec.Overrides = []flv1.OverrideRule{{Name: "eu-replicas",
 			ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": "eu-west"}},
-			Target:          flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
+			Target:          &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
 			JSONPatch:       []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: jsonValue(t, 3)}}}}
 	}
 	b := createBundle(t, "team-diff", "preview", []string{c}, eu, deployment("web", 1, "nginx:1.27"),

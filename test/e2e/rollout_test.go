@@ -154,7 +154,7 @@ func TestBadReleaseExhaustsBudgetAndRollsBack(t *testing.T) {
 		// B's pods cannot be scheduled outside dev.
 		b.Spec.Overrides = []flv1.OverrideRule{{Name: "unschedulable-outside-dev",
 			ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"dev"}}}},
-			Target:          flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "api"},
+			Target:          &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "api"},
 			MergePatch:      jsonValue(t, map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"nodeSelector": map[string]any{"no-such-node": "true"}}}}}),
 		}}
 	})

@@ -55,14 +55,16 @@ type Reconciler struct {
 
 	stored  sync.Map // chunk names known to exist
 	plans   sync.Map // bundle UID -> *cachedPlan
+	charts  sync.Map // repository|chart|version -> helmEntry
 	written sync.Map // Work namespace/name -> writtenWork: what this hub last wrote
 }
 
 // cachedPlan avoids re-rendering when only status changed.
 type cachedPlan struct {
-	key  string
-	objs []*unstructured.Unstructured
-	err  error
+	key      string
+	objs     []*unstructured.Unstructured
+	rerender Rerender
+	err      error
 }
 
 // SetupWithManager registers the controller and what it watches.
@@ -204,7 +206,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if deliverErr != nil && stallErr == nil {
 		return reconcile.Result{}, deliverErr
 	}
-	return reconcile.Result{RequeueAfter: d.requeueAfter}, nil
+	requeue := d.requeueAfter
+	if h := b.Spec.Source.Helm; h != nil && h.Repository != "" && (requeue == 0 || requeue > HelmRecheck) {
+		requeue = HelmRecheck // a version range may match a newer chart
+	}
+	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
 // delivered is what one delivery step did: the Works as they now are (for counting), and
@@ -242,11 +248,11 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 		placed = append(placed, byName[n])
 	}
 
-	objs, sourceRev, err := r.source(ctx, b)
+	objs, sourceRev, rerender, err := r.source(ctx, b)
 	if err != nil {
 		return delivered{works: works}, err
 	}
-	plan, err := Render(objs, b.Spec.Overrides, placed)
+	plan, err := RenderWith(objs, b.Spec.Overrides, placed, rerender)
 	if err != nil {
 		return delivered{works: works}, err
 	}
@@ -400,25 +406,29 @@ func (r *Reconciler) deleteWork(ctx context.Context, w *flv1.Work) error {
 // source loads and parses the Bundle's objects, reusing the last result while the inputs
 // (generation, ConfigMap versions, the Git commit) are unchanged. It also returns where they
 // came from ("<ref>@<commit>" for a git source).
-func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, string, error) {
+func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, string, Rerender, error) {
 	key, sourceRev, err := r.sourceKey(ctx, b)
 	if err != nil {
-		return nil, "", err
+		return nil, "", nil, err
 	}
 	if c, ok := r.plans.Load(b.UID); ok && c.(*cachedPlan).key == key {
-		return c.(*cachedPlan).objs, sourceRev, c.(*cachedPlan).err
+		return c.(*cachedPlan).objs, sourceRev, c.(*cachedPlan).rerender, c.(*cachedPlan).err
 	}
 	var objs []*unstructured.Unstructured
-	if b.Spec.Source.Git != nil {
+	var rerender Rerender
+	switch {
+	case b.Spec.Source.Git != nil:
 		objs, err = r.loadGit(ctx, b)
-	} else {
+	case b.Spec.Source.Helm != nil:
+		objs, sourceRev, rerender, err = r.loadHelm(ctx, b)
+	default:
 		objs, err = LoadSource(ctx, r.APIReader, b)
 	}
 	var se *StallError
 	if err == nil || errors.As(err, &se) {
-		r.plans.Store(b.UID, &cachedPlan{key: key, objs: objs, err: err})
+		r.plans.Store(b.UID, &cachedPlan{key: key, objs: objs, rerender: rerender, err: err})
 	}
-	return objs, sourceRev, err
+	return objs, sourceRev, rerender, err
 }
 
 // cleanup removes a deleted Bundle's Works (each agent then removes or orphans the objects,

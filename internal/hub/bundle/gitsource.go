@@ -143,8 +143,14 @@ const gitRepositoryIndex = "spec.source.git.repository"
 
 func indexGitRepositories(o client.Object) []string {
 	b, ok := o.(*flv1.Bundle)
-	if !ok || b.Spec.Source.Git == nil {
+	if !ok {
 		return nil
 	}
-	return []string{b.Spec.Source.Git.Repository.Name}
+	switch {
+	case b.Spec.Source.Git != nil:
+		return []string{b.Spec.Source.Git.Repository.Name}
+	case b.Spec.Source.Helm != nil && b.Spec.Source.Helm.Git != nil:
+		return []string{b.Spec.Source.Helm.Git.Repository.Name}
+	}
+	return nil
 }

@@ -85,6 +85,16 @@ func validate(objs []*unstructured.Unstructured) error {
 // override rules, however many clusters share it. Any failing rule fails the whole render,
 // naming the rule and a cluster it failed for: nothing is half-rendered.
 func Render(objs []*unstructured.Unstructured, rules []flv1.OverrideRule, clusters []*flv1.MemberCluster) (*Plan, error) {
+	return RenderWith(objs, rules, clusters, nil)
+}
+
+// Rerender renders a Helm source again with extra values merged in order over its own.
+type Rerender func(extra []map[string]any) ([]*unstructured.Unstructured, error)
+
+// RenderWith is Render for a source that depends on values: for each distinct set of
+// matching rules that carries helmValues, the source is rendered again with them (once per
+// set, however many clusters share it) before the rules' patches apply.
+func RenderWith(objs []*unstructured.Unstructured, rules []flv1.OverrideRule, clusters []*flv1.MemberCluster, rerender Rerender) (*Plan, error) {
 	if err := validate(objs); err != nil {
 		return nil, err
 	}
@@ -124,7 +134,11 @@ func Render(objs []*unstructured.Unstructured, rules []flv1.OverrideRule, cluste
 		g := groups[k]
 		v := &Variant{Content: base, Clusters: g.clusters}
 		if len(g.matching) > 0 {
-			out, err := render.ApplyOverrides(objs, rules, g.matching)
+			src, err := withHelmValues(objs, rules, g.matching, rerender)
+			if err != nil {
+				return nil, stall(flv1.ReasonHelmFailed, "%v (for cluster %s); nothing was sent", err, g.clusters[0])
+			}
+			out, err := render.ApplyOverrides(src, rules, g.matching)
 			if err != nil {
 				msg := fmt.Sprintf("%v (for cluster %s", err, g.clusters[0])
 				if n := len(g.clusters) - 1; n > 0 {
@@ -145,6 +159,31 @@ func Render(objs []*unstructured.Unstructured, rules []flv1.OverrideRule, cluste
 		p.Variants = append(p.Variants, v)
 	}
 	return p, nil
+}
+
+// withHelmValues renders the source again when the matching rules carry helmValues.
+func withHelmValues(objs []*unstructured.Unstructured, rules []flv1.OverrideRule, matching []int, rerender Rerender) ([]*unstructured.Unstructured, error) {
+	var extra []map[string]any
+	for _, i := range matching {
+		if v := rules[i].HelmValues; v != nil {
+			m := map[string]any{}
+			if err := json.Unmarshal(v.Raw, &m); err != nil {
+				return nil, fmt.Errorf("override rule %q: helmValues: %v", rules[i].Name, err)
+			}
+			extra = append(extra, m)
+		}
+	}
+	if len(extra) == 0 {
+		return objs, nil
+	}
+	if rerender == nil {
+		return nil, fmt.Errorf("override rules with helmValues apply to a helm source only")
+	}
+	out, err := rerender(extra)
+	if err != nil {
+		return nil, err
+	}
+	return out, validate(out)
 }
 
 // RevisionName is the BundleRevision name of a plan: the Bundle's name and a hash prefix.

@@ -40,7 +40,7 @@ func cluster(name string, l map[string]string) *flv1.MemberCluster {
 func replicasRule(name, region string, n string) flv1.OverrideRule {
 	return flv1.OverrideRule{Name: name,
 		ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"region": region}},
-		Target:          flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
+		Target:          &flv1.ResourceSelector{Group: "apps", Kind: "Deployment", Name: "web"},
 		JSONPatch:       []flv1.JSONPatchOperation{{Op: "replace", Path: "/spec/replicas", Value: &apiextensionsv1.JSON{Raw: []byte(n)}}}}
 }
 

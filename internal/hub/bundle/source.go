@@ -23,6 +23,9 @@ import (
 // commit its GitRepository fetched (also returned, as "<ref>@<commit>").
 func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, string, error) {
 	key := fmt.Sprintf("%s/%d", b.UID, b.Generation)
+	if h := b.Spec.Source.Helm; h != nil {
+		return r.helmSourceKey(ctx, b, key)
+	}
 	if b.Spec.Source.Git != nil {
 		repo, err := r.gitRepositoryOf(ctx, b)
 		if err != nil {
@@ -38,19 +41,66 @@ func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, str
 		return key, "", nil
 	}
 	for _, ref := range b.Spec.Source.Inline.ConfigMaps {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: ref.Name}, m)
-		switch {
-		case apierrors.IsNotFound(err):
-			key += "/" + ref.Name + "@missing"
-		case err != nil:
+		v, err := r.versionOf(ctx, "ConfigMap", b.Namespace, ref.Name)
+		if err != nil {
 			return "", "", err
-		default:
-			key += "/" + ref.Name + "@" + m.ResourceVersion
 		}
+		key += "/" + ref.Name + "@" + v
 	}
 	return key, "", nil
+}
+
+// versionOf is the resourceVersion of a ConfigMap or Secret, read as metadata from the cache
+// ("missing" when it does not exist).
+func (r *Reconciler) versionOf(ctx context.Context, kind, ns, name string) (string, error) {
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "missing", nil
+	case err != nil:
+		return "", err
+	}
+	return m.ResourceVersion, nil
+}
+
+// helmSourceKey: the chart (its digest, or the Git commit of a chart directory) and the
+// versions of the valuesFrom objects.
+func (r *Reconciler) helmSourceKey(ctx context.Context, b *flv1.Bundle, key string) (string, string, error) {
+	h := b.Spec.Source.Helm
+	sourceRev := ""
+	if h.Git != nil {
+		repo, err := r.gitRepositoryOf(ctx, &flv1.Bundle{ObjectMeta: b.ObjectMeta, Spec: flv1.BundleSpec{Source: flv1.BundleSource{Git: h.Git}}})
+		var se *StallError
+		switch {
+		case errors.As(err, &se):
+			return key + "/git-not-ready", "", nil
+		case err != nil:
+			return "", "", err
+		}
+		key += "/" + repo.Spec.URL + "@" + repo.Status.Artifact.Commit
+		sourceRev = sourceRevisionOf(repo)
+	} else {
+		c, err := r.helmChart(ctx, h)
+		var se *StallError
+		switch {
+		case errors.As(err, &se):
+			return key + "/chart-unavailable", "", nil // loadHelm says why
+		case err != nil:
+			return "", "", err
+		}
+		key += "/" + c.Digest
+		sourceRev = c.Name + "@" + c.Version
+	}
+	for _, ref := range h.ValuesFrom {
+		v, err := r.versionOf(ctx, ref.Kind, b.Namespace, ref.Name)
+		if err != nil {
+			return "", "", err
+		}
+		key += "/" + ref.Kind + ":" + ref.Name + "@" + v
+	}
+	return key, sourceRev, nil
 }
 
 // LoadSource reads a Bundle's objects, in order: inline resources, then each ConfigMap's

@@ -37,10 +37,19 @@ func (r *Reconciler) variantContent(ctx context.Context, b *flv1.Bundle, rev *fl
 	for _, i := range matching {
 		rules = append(rules, rev.Spec.Overrides[i].Name)
 	}
+	helmValues := false
+	for _, i := range matching {
+		helmValues = helmValues || rev.Spec.Overrides[i].HelmValues != nil
+	}
 	for _, v := range rev.Status.Variants {
 		if slices.Equal(v.Overrides, rules) {
 			return v.Content, nil
 		}
+	}
+	if helmValues {
+		// Per-cluster Helm values need the chart, which a stored revision does not keep.
+		return flv1.ContentReference{}, fmt.Errorf("revision %s has no variant for cluster %s's labels, and its helmValues overrides "+
+			"cannot be rendered from the stored revision; it can run there once a new revision is rolled out", name, mc.Name)
 	}
 	objs, err := r.loadContent(ctx, rev.Spec.Base)
 	if err != nil {
