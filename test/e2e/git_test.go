@@ -211,14 +211,27 @@ func TestGitPushRollsOut(t *testing.T) {
 		t.Errorf("%d rollouts, want %d: the docs-only commit opened one", n, firstRollouts+1)
 	}
 
+	// A push nobody announces is found by the interval (10 s) and rolls out too.
+	fourth, err := f.work.Commit("main", "v4", map[string]string{"apps/web/cm.yaml": cmYAML("web", "4")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start = time.Now()
+	ro4 := waitRollout(t, ns, currentRolloutName(t, ns, name, 40*time.Second, "main@"+fourth), time.Minute, "the unannounced push rolls out", inPhase(flv1.PhaseSucceeded))
+	t.Logf("interval: the unannounced push rolled out %s after it", time.Since(start).Round(100*time.Millisecond))
+	waitMemberConfigMap(t, 0, name, "web", 30*time.Second, "v=4", hasValue("v", "4"))
+	if ro4.Spec.ToSource != "main@"+fourth {
+		t.Errorf("rollout %s moves to source %q", ro4.Name, ro4.Spec.ToSource)
+	}
+
 	// Which commit runs where: each Work, describe, and the rollout history say it.
 	for _, c := range []string{c0, c1name} {
-		if w := getWork(t, c, ns, name); w.Spec.SourceRevision != "main@"+second {
-			t.Errorf("cluster %s runs source %q, want main@%s", c, w.Spec.SourceRevision, second)
+		if w := getWork(t, c, ns, name); w.Spec.SourceRevision != "main@"+fourth {
+			t.Errorf("cluster %s runs source %q, want main@%s", c, w.Spec.SourceRevision, fourth)
 		}
 	}
 	out := mustFlotilla(t, "describe", "bundle", name, "-n", ns)
-	for _, want := range []string{"Source:      main@" + third, "main@" + second[:12]} {
+	for _, want := range []string{"Source:      main@" + fourth, "main@" + fourth[:12]} {
 		if !strings.Contains(out, want) {
 			t.Errorf("describe bundle lacks %q:\n%s", want, out)
 		}
