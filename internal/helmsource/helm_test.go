@@ -2,10 +2,6 @@ package helmsource
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,8 +9,8 @@ import (
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
+
+	"flotilla.dev/flotilla/internal/testenv"
 )
 
 var templates = map[string]string{
@@ -55,25 +51,10 @@ func testChart(version string) *chart.Chart {
 // repository on loopback; versions and ranges resolve, digests are checked, values apply.
 func TestFetchAndRender(t *testing.T) {
 	dir := t.TempDir()
-	idx := repo.NewIndexFile()
-	for _, v := range []string{"1.0.0", "1.1.0", "2.0.0"} {
-		p, err := chartutil.Save(testChart(v), dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		if err := idx.MustAdd(testChart(v).Metadata, filepath.Base(p), "", hex.EncodeToString(sum[:])); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+	srv, err := testenv.ServeChartRepo(dir, testChart("1.0.0"), testChart("1.1.0"), testChart("2.0.0"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 	ctx := context.Background()
 

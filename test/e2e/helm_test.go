@@ -2,34 +2,26 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v4/pkg/chart/common"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
-	chartutil "helm.sh/helm/v4/pkg/chart/v2/util"
-	repo "helm.sh/helm/v4/pkg/repo/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/testenv"
 )
 
 // serveChartRepo packages chart "web" at the given versions with the Helm SDK and serves them
 // as an HTTP chart repository on loopback.
 func serveChartRepo(t *testing.T, versions ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	idx := repo.NewIndexFile()
+	var charts []*chart.Chart
 	for _, v := range versions {
 		ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "web", Version: v}}
 		ch.Templates = []*common.File{
@@ -47,23 +39,12 @@ spec:
 		}
 		ch.Values = map[string]any{"replicas": 1, "level": "info"}
 		ch.Raw = []*common.File{{Name: "values.yaml", Data: []byte("replicas: 1\nlevel: info\n")}}
-		p, err := chartutil.Save(ch, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sum := sha256.Sum256(data)
-		if err := idx.MustAdd(ch.Metadata, filepath.Base(p), "", hex.EncodeToString(sum[:])); err != nil {
-			t.Fatal(err)
-		}
+		charts = append(charts, ch)
 	}
-	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+	srv, err := testenv.ServeChartRepo(t.TempDir(), charts...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 	return srv.URL
 }

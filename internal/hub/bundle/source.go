@@ -108,7 +108,7 @@ func (r *Reconciler) helmSourceKey(ctx context.Context, b *flv1.Bundle, key stri
 func LoadSource(ctx context.Context, reader client.Reader, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
 	in := b.Spec.Source.Inline
 	if in == nil {
-		return nil, stall(flv1.ReasonInvalidSource, "spec.source.inline is not set: a Bundle with a git source is rendered by the hub only")
+		return nil, stall(flv1.ReasonInvalidSource, "spec.source.inline is not set: a Bundle with a git or helm source is rendered from its source by the hub, not here")
 	}
 	var objs []*unstructured.Unstructured
 	for i, raw := range in.Resources {
