@@ -20,8 +20,10 @@ least-privilege RBAC, and track the agent's heartbeat: a cluster whose heartbeat
 the grace period is marked Ready=False (reason Unreachable). For every Bundle they select the
 clusters, render the content once per distinct set of overrides, store it as an immutable
 BundleRevision and write one Work per cluster, then gather the agents' reports into the
-Bundle's status. It fetches GitRepositories (on their interval, or at once when a signed
-webhook call arrives) and renders Bundles whose source is a Git path or a Kustomize overlay.
+Bundle's status. They fetch GitRepositories (on their interval, or at once when a signed
+webhook call arrives) and renders Bundles whose source is a Git path, a Kustomize overlay or a
+Helm chart. Bundles with a rollout strategy move each new revision through the fleet in
+waves (see "flotilla rollout --help").
 
 Several replicas may run; leader election lets one reconcile at a time.`,
 		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig
