@@ -23,6 +23,7 @@ func TestFetchAgainstARealGitServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Stop()
+	srv.Token = "a-bearer-token" // set before the first request
 	w, err := srv.NewRepo("fleet", filepath.Join(tmp, "work"))
 	if err != nil {
 		t.Fatal(err)
@@ -70,6 +71,12 @@ func TestFetchAgainstARealGitServer(t *testing.T) {
 	r, err := cache.Fetch(ctx, w.URL, Ref{}, auth)
 	if err != nil || r.Message != "second" || r.Author != "flotilla-test" {
 		t.Errorf("result %+v, %v", r, err)
+	}
+	if r, err := cache.Fetch(ctx, w.URL, Ref{}, &http.TokenAuth{Token: "a-bearer-token"}); err != nil || r.Commit != c2 {
+		t.Errorf("bearer token: %+v, %v", r, err)
+	}
+	if _, err := cache.Fetch(ctx, w.URL, Ref{}, &http.TokenAuth{Token: "wrong"}); !errors.Is(err, ErrAuth) {
+		t.Errorf("wrong bearer token: %v", err)
 	}
 
 	files, err := cache.Files(w.URL, c2, "apps/web", []string{"*.md"})

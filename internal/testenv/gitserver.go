@@ -22,8 +22,9 @@ const GitHTTPBackend = "/usr/lib/git-core/git-http-backend"
 type GitServer struct {
 	URL  string // http://127.0.0.1:PORT
 	Root string
-	// User and Password, when set, are required on every request.
-	User, Password string
+	// User and Password, when set, are required on every request; a request may instead
+	// carry Token as a bearer token, when Token is set.
+	User, Password, Token string
 	down           atomic.Bool
 	srv            *http.Server
 }
@@ -45,6 +46,11 @@ func StartGitServer(root, user, password string) (*GitServer, error) {
 	g.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if g.down.Load() {
 			http.Error(w, "down for the test", http.StatusServiceUnavailable)
+			return
+		}
+		bearer, isBearer := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if isBearer && g.Token != "" && subtle.ConstantTimeCompare([]byte(bearer), []byte(g.Token)) == 1 {
+			backend.ServeHTTP(w, r)
 			return
 		}
 		if g.User != "" {
