@@ -25,7 +25,7 @@ import (
 
 // Kinds of failure, for conditions: a caller tells them apart with errors.Is.
 var (
-	ErrAuth        = errors.New("authentication failed")
+	ErrAuth        = errors.New("authentication failed") // also: the SSH host key is not the pinned one
 	ErrRefNotFound = errors.New("ref not found")
 	ErrUnreachable = errors.New("repository unreachable")
 )
@@ -215,7 +215,10 @@ func shortName(n plumbing.ReferenceName) string {
 // classify turns transport errors into the package's kinds, keeping the message.
 func classify(url string, err error) error {
 	msg := strings.Join(strings.Fields(err.Error()), " ") // servers end bodies with newlines
-	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
+	// A server whose host key is not the pinned one is refused like bad credentials: a person
+	// must look (it may be an attack), retrying does not help.
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) ||
+		strings.Contains(msg, "knownhosts: key mismatch") || strings.Contains(msg, "knownhosts: key is unknown") {
 		return fmt.Errorf("%w at %s: %s", ErrAuth, url, msg)
 	}
 	return fmt.Errorf("%w: %s: %s", ErrUnreachable, url, msg)

@@ -25,8 +25,8 @@ type GitServer struct {
 	// User and Password, when set, are required on every request; a request may instead
 	// carry Token as a bearer token, when Token is set.
 	User, Password, Token string
-	down           atomic.Bool
-	srv            *http.Server
+	down                  atomic.Bool
+	srv                   *http.Server
 }
 
 // StartGitServer serves root (created if missing).

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh/knownhosts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -356,4 +357,43 @@ func TestGitFailuresKeepLastGoodRevision(t *testing.T) {
 		}
 		t.Logf("wrong credentials: %s", c.Message)
 	})
+}
+
+// TestGitOverSSH: a GitRepository read over SSH with a private key and a pinned host key
+// (known_hosts); a wrong host key is refused.
+func TestGitOverSSH(t *testing.T) {
+	const ns = "team-git-ssh"
+	f, first := newGitFixture(t, ns, "sshrepo", map[string]string{"cm.yaml": cmYAML("x", "1")})
+	sshSrv, err := testenv.StartGitSSHServer(f.srv.Root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sshSrv.Stop)
+	ctx := context.Background()
+	other, err := testenv.StartGitSSHServer(f.srv.Root) // another host key, for the refusal
+	if err != nil {
+		t.Fatal(err)
+	}
+	other.Stop()
+	for name, knownHosts := range map[string][]byte{"ssh-good": sshSrv.KnownHosts, "ssh-wrong-host": []byte(knownhosts.Line([]string{knownhosts.Normalize(sshSrv.Addr)}, other.HostKey) + "\n")} {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Data: map[string][]byte{"identity": sshSrv.ClientKeyPEM, "known_hosts": knownHosts}}
+		if err := hubC.Create(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		gr := &flv1.GitRepository{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Spec: flv1.GitRepositorySpec{
+			URL: sshSrv.URL("sshrepo"), SecretRef: &flv1.LocalObjectReference{Name: name}}}
+		if err := hubC.Create(ctx, gr); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hubC.Delete(ctx, gr); _ = hubC.Delete(ctx, s) })
+	}
+	good := &gitFixture{ns: ns, repo: "ssh-good"}
+	good.waitCommit(t, 30*time.Second, first)
+	wrong := &gitFixture{ns: ns, repo: "ssh-wrong-host"}
+	c := wrong.waitReady(t, 30*time.Second, metav1.ConditionFalse, flv1.ReasonAuthFailed)
+	if !strings.Contains(c.Message, "key mismatch") {
+		t.Errorf("wrong host key: %s", c.Message)
+	}
+	t.Logf("wrong host key: %s", c.Message)
 }
