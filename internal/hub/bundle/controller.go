@@ -93,28 +93,7 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		}
 		return out
 	})
-	byConfigMap := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := &flv1.BundleList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{configMapIndex: o.GetName()}); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
-		}
-		return out
-	})
-	byGitRepository := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		list := &flv1.BundleList{}
-		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{gitRepositoryIndex: o.GetName()}); err != nil {
-			return nil
-		}
-		out := make([]reconcile.Request, len(list.Items))
-		for i := range list.Items {
-			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
-		}
-		return out
-	})
+
 	return ctrl.ControllerManagedBy(mgr).
 		Named("bundle").
 		For(&flv1.Bundle{}, ctrl.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
@@ -123,9 +102,25 @@ func (r *Reconciler) SetupWithManager(mgr manager.Manager) error {
 		// People act on a Rollout through its spec; its status is this controller's own.
 		Watches(&flv1.Rollout{}, toBundle, ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&flv1.MemberCluster{}, allBundles, ctrl.WithPredicates(placementRelevant())).
-		Watches(&corev1.ConfigMap{}, byConfigMap, ctrl.OnlyMetadata).
-		Watches(&flv1.GitRepository{}, byGitRepository, ctrl.WithPredicates(artifactChanged())).
+		Watches(&corev1.ConfigMap{}, r.bundlesByIndex(configMapIndex), ctrl.OnlyMetadata).
+		Watches(&flv1.GitRepository{}, r.bundlesByIndex(gitRepositoryIndex), ctrl.WithPredicates(artifactChanged())).
 		Complete(r)
+}
+
+// bundlesByIndex maps an object to the Bundles of its namespace that name it in the indexed
+// field (the ConfigMaps or the GitRepository they read).
+func (r *Reconciler) bundlesByIndex(index string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &flv1.BundleList{}
+		if err := r.Client.List(ctx, list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			return nil
+		}
+		out := make([]reconcile.Request, len(list.Items))
+		for i := range list.Items {
+			out[i].NamespacedName = client.ObjectKeyFromObject(&list.Items[i])
+		}
+		return out
+	})
 }
 
 // placementRelevant passes MemberCluster changes that can change a placement or a count:
@@ -213,8 +208,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{RequeueAfter: requeue}, nil
 }
 
-// delivered is what one delivery step did: the Works as they now are (for counting), and
-// when a rollout governs the Bundle, its Rollout and when its next time-based step is due.
+// delivered is what one delivery step did: the Works as they now are (for counting), and,
+// when a rollout governs the Bundle, when its next time-based step is due.
 type delivered struct {
 	works        []flv1.Work
 	requeueAfter time.Duration
