@@ -415,7 +415,7 @@ func (r *Reconciler) source(ctx context.Context, b *flv1.Bundle) ([]*unstructure
 	case b.Spec.Source.Git != nil:
 		objs, err = r.loadGit(ctx, b)
 	case b.Spec.Source.Helm != nil:
-		objs, sourceRev, rerender, err = r.loadHelm(ctx, b)
+		objs, rerender, err = r.loadHelm(ctx, b)
 	default:
 		objs, err = LoadSource(ctx, r.APIReader, b)
 	}

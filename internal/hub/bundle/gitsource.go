@@ -20,14 +20,13 @@ import (
 // kustomizationFiles are the names that make a directory a Kustomize overlay.
 var kustomizationFiles = []string{"kustomization.yaml", "kustomization.yml", "Kustomization"}
 
-// gitRepositoryOf returns the GitRepository a git-sourced Bundle reads and the commit to read,
-// or a StallError saying what to wait for or fix.
-func (r *Reconciler) gitRepositoryOf(ctx context.Context, b *flv1.Bundle) (*flv1.GitRepository, error) {
-	src := b.Spec.Source.Git
+// gitRepositoryOf returns the GitRepository a git source (of a Bundle in ns) reads, once it
+// has fetched a commit, or a StallError saying what to wait for or fix.
+func (r *Reconciler) gitRepositoryOf(ctx context.Context, ns string, src *flv1.GitSource) (*flv1.GitRepository, error) {
 	repo := &flv1.GitRepository{}
-	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: src.Repository.Name}, repo); err != nil {
+	if err := r.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: src.Repository.Name}, repo); err != nil {
 		if client.IgnoreNotFound(err) == nil {
-			return nil, stall(flv1.ReasonSourceNotReady, "GitRepository %s/%s named in spec.source.git does not exist", b.Namespace, src.Repository.Name)
+			return nil, stall(flv1.ReasonSourceNotReady, "GitRepository %s/%s named in the Bundle's source does not exist", ns, src.Repository.Name)
 		}
 		return nil, err
 	}
@@ -54,7 +53,7 @@ func sourceRevisionOf(repo *flv1.GitRepository) string {
 // loadGit reads a Bundle's objects from its GitRepository's fetched commit: the Kustomize
 // build of the path when it holds a kustomization, else its YAML and JSON files.
 func (r *Reconciler) loadGit(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, error) {
-	repo, err := r.gitRepositoryOf(ctx, b)
+	repo, err := r.gitRepositoryOf(ctx, b.Namespace, b.Spec.Source.Git)
 	if err != nil {
 		return nil, err
 	}

@@ -105,14 +105,13 @@ func mergeValues(a, b map[string]any) map[string]any {
 	return out
 }
 
-// loadHelm renders a Helm source with its values. It returns the objects, the source
-// revision ("<chart>@<version>", or the Git ref and commit of a chart directory) and how to
-// render again with per-cluster values.
-func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, string, Rerender, error) {
+// loadHelm renders a Helm source with its values. It returns the objects and how to render
+// again with per-cluster values.
+func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructured.Unstructured, Rerender, error) {
 	src := b.Spec.Source.Helm
 	vals, err := r.helmValues(ctx, b)
 	if err != nil {
-		return nil, "", nil, err
+		return nil, nil, err
 	}
 	release := src.ReleaseName
 	if release == "" {
@@ -122,14 +121,14 @@ func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructu
 	var renderWith func(map[string]any) ([]*unstructured.Unstructured, error)
 	var sourceRev string
 	if src.Git != nil {
-		repo, err := r.gitRepositoryOf(ctx, &flv1.Bundle{ObjectMeta: b.ObjectMeta, Spec: flv1.BundleSpec{Source: flv1.BundleSource{Git: src.Git}}})
+		repo, err := r.gitRepositoryOf(ctx, b.Namespace, src.Git)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, nil, err
 		}
 		dir := strings.Trim(path.Clean("/"+src.Git.Path), "/")
 		files, err := r.Git.Files(repo.Spec.URL, repo.Status.Artifact.Commit, dir, repo.Spec.Ignore)
 		if err != nil {
-			return nil, "", nil, fmt.Errorf("read %s at %s: %w", repo.Name, repo.Status.Artifact.Commit, err)
+			return nil, nil, fmt.Errorf("read %s at %s: %w", repo.Name, repo.Status.Artifact.Commit, err)
 		}
 		rel := map[string][]byte{}
 		for p, data := range files {
@@ -142,7 +141,7 @@ func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructu
 	} else {
 		c, err := r.helmChart(ctx, src)
 		if err != nil {
-			return nil, "", nil, err
+			return nil, nil, err
 		}
 		sourceRev = c.Name + "@" + c.Version
 		renderWith = func(v map[string]any) ([]*unstructured.Unstructured, error) {
@@ -151,7 +150,7 @@ func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructu
 	}
 	objs, err := renderWith(vals)
 	if err != nil {
-		return nil, "", nil, stall(flv1.ReasonHelmFailed, "%s: %v", sourceRev, err)
+		return nil, nil, stall(flv1.ReasonHelmFailed, "%s: %v", sourceRev, err)
 	}
 	rerender := func(extra []map[string]any) ([]*unstructured.Unstructured, error) {
 		v := vals
@@ -160,5 +159,5 @@ func (r *Reconciler) loadHelm(ctx context.Context, b *flv1.Bundle) ([]*unstructu
 		}
 		return renderWith(v)
 	}
-	return objs, sourceRev, rerender, nil
+	return objs, rerender, nil
 }

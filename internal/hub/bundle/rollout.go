@@ -32,11 +32,9 @@ func (r *Reconciler) rolloutsOf(ctx context.Context, b *flv1.Bundle) ([]flv1.Rol
 		return nil, err
 	}
 	out := list.Items
-	sort.Slice(out, func(i, j int) bool { return seqOf(&out[i]) < seqOf(&out[j]) })
+	sort.Slice(out, func(i, j int) bool { return out[i].Seq() < out[j].Seq() })
 	return out, nil
 }
-
-func seqOf(ro *flv1.Rollout) int { return ro.Seq() }
 
 // stableRevision is what the fleet ran before the Bundle's latest change: the last revision
 // that fully rolled out. A rollback returns there. Without any Rollout yet (a strategy just
@@ -88,7 +86,7 @@ func (r *Reconciler) ensureRollout(ctx context.Context, b *flv1.Bundle, current 
 	}
 	seq := 1
 	if latest != nil {
-		seq = seqOf(latest) + 1
+		seq = latest.Seq() + 1
 	}
 	ro := &flv1.Rollout{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", b.Name, seq), Namespace: b.Namespace,

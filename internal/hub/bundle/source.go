@@ -27,7 +27,7 @@ func (r *Reconciler) sourceKey(ctx context.Context, b *flv1.Bundle) (string, str
 		return r.helmSourceKey(ctx, b, key)
 	}
 	if b.Spec.Source.Git != nil {
-		repo, err := r.gitRepositoryOf(ctx, b)
+		repo, err := r.gitRepositoryOf(ctx, b.Namespace, b.Spec.Source.Git)
 		if err != nil {
 			var se *StallError
 			if errors.As(err, &se) {
@@ -71,7 +71,7 @@ func (r *Reconciler) helmSourceKey(ctx context.Context, b *flv1.Bundle, key stri
 	h := b.Spec.Source.Helm
 	sourceRev := ""
 	if h.Git != nil {
-		repo, err := r.gitRepositoryOf(ctx, &flv1.Bundle{ObjectMeta: b.ObjectMeta, Spec: flv1.BundleSpec{Source: flv1.BundleSource{Git: h.Git}}})
+		repo, err := r.gitRepositoryOf(ctx, b.Namespace, h.Git)
 		var se *StallError
 		switch {
 		case errors.As(err, &se):

@@ -34,11 +34,9 @@ func (r *Reconciler) variantContent(ctx context.Context, b *flv1.Bundle, rev *fl
 		return flv1.ContentReference{}, fmt.Errorf("revision %s for cluster %s: %w", name, mc.Name, err)
 	}
 	var rules []string
-	for _, i := range matching {
-		rules = append(rules, rev.Spec.Overrides[i].Name)
-	}
 	helmValues := false
 	for _, i := range matching {
+		rules = append(rules, rev.Spec.Overrides[i].Name)
 		helmValues = helmValues || rev.Spec.Overrides[i].HelmValues != nil
 	}
 	for _, v := range rev.Status.Variants {
