@@ -26,6 +26,19 @@ import (
 // FieldOwner is the server-side-apply field manager of the agent on the hub.
 const FieldOwner = "flotilla-agent"
 
+// The agent's default intervals: every agent writes its Lease every heartbeat and its facts
+// every report interval, so these set the hub's idle load per cluster.
+const (
+	DefaultHeartbeatInterval = 10 * time.Second
+	DefaultReportInterval    = time.Minute
+)
+
+// The agent's client rate limits towards its member API server.
+const (
+	DefaultMemberQPS   = 50
+	DefaultMemberBurst = 100
+)
+
 // Options configure an agent.
 type Options struct {
 	// Member is a rest config for the member cluster (a kubeconfig or in-cluster).
@@ -62,10 +75,10 @@ type Agent struct {
 // New reads the hub credentials from the member cluster and builds the hub clients.
 func New(ctx context.Context, opts Options) (*Agent, error) {
 	if opts.HeartbeatInterval <= 0 {
-		opts.HeartbeatInterval = 10 * time.Second
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
 	}
 	if opts.ReportInterval <= 0 {
-		opts.ReportInterval = time.Minute
+		opts.ReportInterval = DefaultReportInterval
 	}
 	if opts.RotateFraction <= 0 || opts.RotateFraction >= 1 {
 		opts.RotateFraction = DefaultRotateFraction
@@ -76,6 +89,12 @@ func New(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.Default()
+	}
+	if opts.Member.QPS == 0 {
+		// client-go's default (5/s) made a delivery of 100 objects take 40 s; the agent is
+		// its member's one Flotilla client and applies, reads health and prunes in bursts.
+		opts.Member = rest.CopyConfig(opts.Member)
+		opts.Member.QPS, opts.Member.Burst = DefaultMemberQPS, DefaultMemberBurst
 	}
 	member, err := kubernetes.NewForConfig(opts.Member)
 	if err != nil {

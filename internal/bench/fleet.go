@@ -1,0 +1,267 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/agent"
+	"flotilla.dev/flotilla/internal/hub"
+)
+
+// Fleet is N simulated member agents on the real hub. Each does on the hub what a real agent
+// does: it renews its heartbeat Lease, reports facts, and writes each Work's status after
+// "applying" it; its member side is in memory, so it applies nothing. One watch serves all
+// of them (a real fleet holds one watch per agent; the API server's per-watch cost is not in
+// these figures).
+type Fleet struct {
+	e       *Env
+	N       int
+	Regions []string
+	cs      kubernetes.Interface
+
+	mu sync.Mutex
+	// joined: when each cluster's MemberCluster first turned Ready.
+	joined map[string]time.Time
+	// applied: per revision, when each cluster's Work first reported it applied (recorded
+	// for every revision: the awaited one is known only once the hub rendered it).
+	applied map[string]map[string]time.Time
+
+	leases chan string
+	works  chan *flv1.Work
+}
+
+// ClusterName is the name of simulated cluster i.
+func ClusterName(i int) string { return fmt.Sprintf("sim-%05d", i) }
+
+// regions label the clusters round-robin; the rollout scenario makes a wave of each.
+var regions = []string{"eu", "us", "ap"}
+
+func newFleet(ctx context.Context, e *Env, n int) (*Fleet, error) {
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
+		leases: make(chan string, n), works: make(chan *flv1.Work, 16*n)}
+	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
+	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
+		&corev1.Namespace{}: {Label: labels.NewSelector().Add(*hasCluster)},
+	}})
+	if err != nil {
+		return nil, err
+	}
+	nsInf, err := cc.GetInformer(ctx, &corev1.Namespace{})
+	if err != nil {
+		return nil, err
+	}
+	// A cluster's namespace appears once the hub provisioned it: its agent starts then.
+	_, _ = nsInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
+		if ns, ok := o.(*corev1.Namespace); ok && ns.Labels[flv1.LabelCluster] != "" {
+			f.leases <- ns.Labels[flv1.LabelCluster]
+		}
+	}})
+	mcInf, err := cc.GetInformer(ctx, &flv1.MemberCluster{})
+	if err != nil {
+		return nil, err
+	}
+	onMC := func(o any) {
+		mc, ok := o.(*flv1.MemberCluster)
+		if ok && meta.IsStatusConditionTrue(mc.Status.Conditions, flv1.ConditionReady) {
+			f.record(f.joined, mc.Name)
+		}
+	}
+	_, _ = mcInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onMC, UpdateFunc: func(_, n any) { onMC(n) }})
+	workInf, err := cc.GetInformer(ctx, &flv1.Work{})
+	if err != nil {
+		return nil, err
+	}
+	onWork := func(o any) {
+		w, ok := o.(*flv1.Work)
+		if !ok || w.Labels[flv1.LabelBundleName] == "" { // the baseline's objects are no one's
+			return
+		}
+		if w.Status.AppliedRevision == w.Spec.Revision && w.Status.ObservedGeneration == w.Generation {
+			f.mu.Lock()
+			m := f.applied[w.Spec.Revision]
+			if m == nil {
+				m = map[string]time.Time{}
+				f.applied[w.Spec.Revision] = m
+			}
+			if _, ok := m[w.Namespace]; !ok {
+				m[w.Namespace] = time.Now()
+			}
+			f.mu.Unlock()
+			return
+		}
+		f.works <- w
+	}
+	_, _ = workInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: onWork, UpdateFunc: func(_, n any) { onWork(n) }})
+	go func() { _ = cc.Start(ctx) }()
+	if !cc.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("simulated agents: caches did not sync")
+	}
+	// The agents' writers: as many as the hub's Work writers.
+	for range 32 {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case c := <-f.leases:
+					_ = f.heartbeat(ctx, c)
+				case w := <-f.works:
+					_ = e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(simulatedWorkStatus(w)),
+						client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
+				}
+			}
+		}()
+	}
+	return f, nil
+}
+
+func (f *Fleet) record(m map[string]time.Time, key string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := m[key]; !ok {
+		m[key] = time.Now()
+	}
+}
+
+// join creates the N MemberClusters at once, as N agents joining together would, and returns
+// each cluster's time from the start until it was Ready.
+func (f *Fleet) join(ctx context.Context) ([]time.Duration, error) {
+	start := time.Now()
+	errs := make([]error, f.N)
+	workqueue.ParallelizeUntil(ctx, 32, f.N, func(i int) {
+		mc := &flv1.MemberCluster{ObjectMeta: metav1.ObjectMeta{Name: ClusterName(i),
+			Labels: map[string]string{"bench": "sim", "region": regions[i%len(regions)]}},
+			Spec: flv1.MemberClusterSpec{Accepted: true}}
+		errs[i] = f.e.Client.Create(ctx, mc)
+	})
+	for _, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("create MemberCluster: %w", err)
+		}
+	}
+	if err := f.waitFor(ctx, 30*time.Minute, "clusters Ready", func() int { return len(f.joined) }); err != nil {
+		return nil, err
+	}
+	return f.since(f.joined, start), nil
+}
+
+// waitFor polls count (under f.mu) until it reaches N.
+func (f *Fleet) waitFor(ctx context.Context, timeout time.Duration, what string, count func() int) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		f.mu.Lock()
+		got := count()
+		f.mu.Unlock()
+		if got >= f.N {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d %s after %s", got, f.N, what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// since returns the sorted durations from start to each recorded time.
+func (f *Fleet) since(m map[string]time.Time, start time.Time) []time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]time.Duration, 0, len(m))
+	for _, t := range m {
+		out = append(out, t.Sub(start))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+// heartbeat renews cluster's Lease exactly as the agent does.
+func (f *Fleet) heartbeat(ctx context.Context, cluster string) error {
+	ns := flv1.ClusterNamespace(cluster)
+	lease := coordinationv1ac.Lease(flv1.HeartbeatLeaseName, ns).
+		WithLabels(map[string]string{flv1.LabelCluster: cluster}).
+		WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("simulated").
+			WithLeaseDurationSeconds(int32(agent.DefaultHeartbeatInterval / time.Second)).
+			WithRenewTime(metav1.NewMicroTime(time.Now())))
+	_, err := f.cs.CoordinationV1().Leases(ns).Apply(ctx, lease, metav1.ApplyOptions{FieldManager: agent.FieldOwner, Force: true})
+	return err
+}
+
+// report writes the facts an agent reports every minute.
+func (f *Fleet) report(ctx context.Context, cluster string) error {
+	u, err := flv1.MemberClusterStatusApply(cluster, map[string]any{"kubernetesVersion": "v1.37.2-simulated",
+		"nodes": map[string]any{"total": 3, "ready": 3}, "lastReportTime": metav1.Now()})
+	if err != nil {
+		return err
+	}
+	return f.e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
+}
+
+// idleLoad runs every agent's periodic writes, spread evenly over time, until ctx ends:
+// a heartbeat every agent.DefaultHeartbeatInterval and a facts report every
+// agent.DefaultReportInterval, as the real agent does by default.
+func (f *Fleet) idleLoad(ctx context.Context) {
+	spread := func(every time.Duration, do func(string) error) {
+		step := every / time.Duration(f.N)
+		t := time.NewTicker(max(step, time.Millisecond))
+		defer t.Stop()
+		per := max(1, int(time.Millisecond/max(step, 1))) // clusters per tick when step < 1ms
+		for i := 0; ; {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			for range per {
+				c := ClusterName(i % f.N)
+				i++
+				go func() { _ = do(c) }()
+			}
+		}
+	}
+	go spread(agent.DefaultHeartbeatInterval, func(c string) error { return f.heartbeat(ctx, c) })
+	go spread(agent.DefaultReportInterval, func(c string) error { return f.report(ctx, c) })
+}
+
+// appliedCount is how many clusters reported rev applied.
+func (f *Fleet) appliedCount(rev string) int { return len(f.applied[rev]) }
+
+func simulatedWorkStatus(w *flv1.Work) *unstructured.Unstructured {
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	conds := []any{}
+	for _, t := range []string{flv1.ConditionApplied, flv1.ConditionAvailable} {
+		conds = append(conds, map[string]any{"type": t, "status": "True", "reason": "Simulated",
+			"message": "simulated agent", "observedGeneration": w.Generation, "lastTransitionTime": now})
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": flv1.GroupVersion.String(), "kind": "Work",
+		"metadata": map[string]any{"name": w.Name, "namespace": w.Namespace},
+		"status": map[string]any{"observedGeneration": w.Generation, "appliedRevision": w.Spec.Revision,
+			"appliedHash": w.Spec.Content.Hash, "conditions": conds},
+	}}
+}

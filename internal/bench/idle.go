@@ -1,0 +1,77 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+)
+
+// usage samples every hub process.
+func (e *Env) usage() map[string]usage {
+	out := map[string]usage{}
+	for _, p := range e.Processes() {
+		if u, err := readUsage(p.Pid); err == nil {
+			out[p.Role] = u
+		}
+	}
+	return out
+}
+
+// idleScenario gives every cluster BundlesPerCluster Bundles, waits until all are applied,
+// then runs the agents' periodic writes (heartbeats and fact reports at the agent's default
+// intervals) for idleFor and reports what each hub process costs per cluster: CPU over that
+// time, and resident memory grown since the empty hub.
+func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perCluster int, idleFor time.Duration) (Result, error) {
+	have := &flv1.BundleList{} // the fanout and rollout scenarios' Bundles, when they ran
+	if err := f.e.Client.List(ctx, have); err != nil {
+		return Result{}, err
+	}
+	var names []string
+	for i := len(have.Items); i < perCluster; i++ {
+		name := fmt.Sprintf("idle-%d", i)
+		if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
+			return Result{}, err
+		}
+		names = append(names, name)
+	}
+	for _, name := range names {
+		rev, err := f.revisionOf(ctx, client.ObjectKey{Namespace: "default", Name: name})
+		if err != nil {
+			return Result{}, err
+		}
+		if err := f.waitFor(ctx, 30*time.Minute, "clusters applied "+rev, func() int { return f.appliedCount(rev) }); err != nil {
+			return Result{}, err
+		}
+	}
+	idleCtx, stop := context.WithCancel(ctx)
+	f.idleLoad(idleCtx)
+	time.Sleep(10 * time.Second) // the first heartbeats pass, caches settle
+	start := f.e.usage()
+	time.Sleep(idleFor)
+	end := f.e.usage()
+	stop()
+
+	r := f.result(ScenarioIdle)
+	r.add("Bundles per cluster", float64(perCluster), "")
+	var allKB, allMilli float64
+	for _, p := range f.e.Processes() {
+		a, b, e0 := start[p.Role], end[p.Role], empty[p.Role]
+		kb := (float64(b.RSS) - float64(e0.RSS)) / 1024 / float64(f.N)
+		milli := cpuBetween(a, b)
+		allKB, allMilli = allKB+kb, allMilli+milli
+		if p.Role == roleHub {
+			r.addTarget(p.Role+": memory per cluster", kb, "KB", targetHubKBPerClust)
+		} else {
+			r.add(p.Role+": memory per cluster", kb, "KB")
+		}
+		r.add(p.Role+": resident memory", float64(b.RSS)/(1<<20), "MB")
+		r.add(p.Role+": CPU", milli, "millicores")
+	}
+	r.addTarget("all: memory per cluster", allKB, "KB", targetAllKBPerClust)
+	r.add("all: CPU per 1,000 clusters", allMilli/float64(f.N)*1000, "millicores")
+	return r, nil
+}

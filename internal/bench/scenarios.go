@@ -1,0 +1,250 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+)
+
+// The scenarios, in the order a run takes them. join runs whenever a fleet is needed.
+const (
+	ScenarioJoin    = "join"
+	ScenarioFanout  = "fanout"
+	ScenarioRollout = "rollout"
+	ScenarioIdle    = "idle"
+	ScenarioAgent   = "agent"
+)
+
+// Scenarios lists every scenario name.
+var Scenarios = []string{ScenarioJoin, ScenarioFanout, ScenarioRollout, ScenarioIdle, ScenarioAgent}
+
+// The design's targets (docs/performance.md), per scenario.
+const (
+	targetP99At1000      = 2.0  // s, one change to 1,000 clusters
+	targetP99At10000     = 20.0 // s
+	targetBaselineRatio  = 1.5
+	targetRollout100     = 10.0 // s, 3 waves over 100 clusters
+	targetHubKBPerClust  = 25.0
+	targetAllKBPerClust  = 100.0
+	targetAgentIdleMB    = 30.0
+	targetAgentIdleMilli = 5.0
+)
+
+// FleetOptions shape a run over simulated clusters.
+type FleetOptions struct {
+	Options
+	Clusters  int
+	Scenarios []string
+	// Runs is how many changes the fanout and rollout scenarios time (the median is reported).
+	Runs int
+	// IdleFor is how long the idle scenario samples the steady state.
+	IdleFor time.Duration
+	// BundlesPerCluster is how many Bundles every cluster runs in the idle scenario.
+	BundlesPerCluster int
+}
+
+func (o *FleetOptions) defaults() {
+	if o.Runs <= 0 {
+		o.Runs = 3
+	}
+	if o.IdleFor <= 0 {
+		o.IdleFor = time.Minute
+	}
+	if o.BundlesPerCluster <= 0 {
+		o.BundlesPerCluster = 10
+	}
+}
+
+// RunFleet starts a hub, joins o.Clusters simulated agents and runs the asked scenarios.
+func RunFleet(ctx context.Context, o FleetOptions) ([]Result, error) {
+	o.defaults()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	e, err := Start(ctx, o.Options)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Stop()
+	time.Sleep(5 * time.Second) // let the empty hub settle before its footprint is taken
+	empty := e.usage()
+	f, err := newFleet(ctx, e, o.Clusters)
+	if err != nil {
+		return nil, err
+	}
+	want := func(s string) bool { return len(o.Scenarios) == 0 || slices.Contains(o.Scenarios, s) }
+	var out []Result
+	e.logf("join: %d simulated agents", o.Clusters)
+	r, err := f.joinScenario(ctx)
+	if err != nil {
+		return out, fmt.Errorf("join: %w", err)
+	}
+	out = append(out, r)
+	var fanout time.Duration
+	if want(ScenarioFanout) || want(ScenarioRollout) {
+		e.logf("fanout: baseline, then %d changes", o.Runs)
+		r, err := f.fanoutScenario(ctx, o.Runs)
+		if err != nil {
+			return out, fmt.Errorf("fanout: %w", err)
+		}
+		m, _ := r.Get("total")
+		fanout = time.Duration(m.Value * float64(time.Second))
+		if want(ScenarioFanout) {
+			out = append(out, r)
+		}
+	}
+	if want(ScenarioRollout) {
+		e.logf("rollout: %d three-wave rollouts", o.Runs)
+		r, err := f.rolloutScenario(ctx, o.Runs, fanout)
+		if err != nil {
+			return out, fmt.Errorf("rollout: %w", err)
+		}
+		out = append(out, r)
+	}
+	if want(ScenarioIdle) {
+		e.logf("idle: %d Bundles per cluster, then %s of steady state", o.BundlesPerCluster, o.IdleFor)
+		r, err := f.idleScenario(ctx, empty, o.BundlesPerCluster, o.IdleFor)
+		if err != nil {
+			return out, fmt.Errorf("idle: %w", err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *Fleet) result(scenario string) Result {
+	return Result{Scenario: scenario, Clusters: f.N, Agents: "simulated"}
+}
+
+func (f *Fleet) joinScenario(ctx context.Context) (Result, error) {
+	lat, err := f.join(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	r := f.result(ScenarioJoin)
+	r.seconds("p50", pct(lat, 0.5))
+	r.seconds("p99", pct(lat, 0.99))
+	r.seconds("total", lat[len(lat)-1])
+	return r, nil
+}
+
+// fanoutScenario times the physical limit, then one Bundle change reaching every cluster.
+func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
+	const name = "fanout"
+	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
+		return Result{}, err
+	}
+	if _, err := f.change(ctx, name, "warm"); err != nil {
+		return Result{}, err
+	}
+	base, perWay, err := f.baseline(ctx, name)
+	if err != nil {
+		return Result{}, fmt.Errorf("baseline: %w", err)
+	}
+	var all [][]time.Duration
+	for i := range runs {
+		lat, err := f.change(ctx, name, fmt.Sprint("run-", i))
+		if err != nil {
+			return Result{}, err
+		}
+		all = append(all, lat)
+	}
+	lat := median(all)
+	total := lat[len(lat)-1]
+	r := f.result(ScenarioFanout)
+	r.seconds("p50", pct(lat, 0.5))
+	p99 := pct(lat, 0.99).Seconds()
+	switch {
+	case f.N >= 10000:
+		r.addTarget("p99", p99, "s", targetP99At10000)
+	case f.N >= 1000:
+		r.addTarget("p99", p99, "s", targetP99At1000)
+	default:
+		r.add("p99", p99, "s")
+	}
+	r.seconds("total", total)
+	for _, w := range perWay {
+		r.seconds("baseline "+w.name, w.d)
+	}
+	r.seconds("baseline (best)", base)
+	r.addTarget("total / baseline", total.Seconds()/base.Seconds(), "x", targetBaselineRatio)
+	return r, nil
+}
+
+// median is the run whose total (its slowest cluster) is the median of the runs.
+func median(runs [][]time.Duration) []time.Duration {
+	sort.Slice(runs, func(i, j int) bool { return runs[i][len(runs[i])-1] < runs[j][len(runs[j])-1] })
+	return runs[len(runs)/2]
+}
+
+func pct(lat []time.Duration, p float64) time.Duration {
+	i := int(float64(len(lat))*p+0.5) - 1
+	return lat[max(0, min(i, len(lat)-1))]
+}
+
+// benchBundle is a Bundle of one ConfigMap on every simulated cluster; strategy nil rolls
+// out all at once.
+func benchBundle(name, value string, strategy *flv1.RolloutStrategy) *flv1.Bundle {
+	cm := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":%q},"data":{"v":%q}}`, name, value)
+	return &flv1.Bundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: flv1.BundleSpec{TargetNamespace: "app",
+			Source:    flv1.BundleSource{Inline: &flv1.InlineSource{Resources: []runtime.RawExtension{{Raw: []byte(cm)}}}},
+			Placement: flv1.Placement{ClusterSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench": "sim"}}},
+			Rollout:   strategy}}
+}
+
+// change sets the Bundle's content to value and waits until every cluster reported the new
+// revision applied, returning each cluster's latency from the change, sorted.
+func (f *Fleet) change(ctx context.Context, name, value string) ([]time.Duration, error) {
+	b := &flv1.Bundle{}
+	key := client.ObjectKey{Namespace: "default", Name: name}
+	if err := f.e.Client.Get(ctx, key, b); err != nil {
+		return nil, err
+	}
+	before := b.DeepCopy()
+	b.Spec.Source = benchBundle(name, value, nil).Spec.Source
+	start := time.Now()
+	if err := f.e.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil {
+		return nil, err
+	}
+	rev, err := f.revisionOf(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.waitFor(ctx, 30*time.Minute, "clusters applied "+rev, func() int { return f.appliedCount(rev) }); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	m := f.applied[rev]
+	f.mu.Unlock()
+	return f.since(m, start), nil
+}
+
+// revisionOf waits until the hub rendered the Bundle's current generation and returns the
+// revision (content-addressed: known only then). Works that report it meanwhile are already
+// recorded.
+func (f *Fleet) revisionOf(ctx context.Context, key client.ObjectKey) (string, error) {
+	deadline := time.Now().Add(5 * time.Minute)
+	b := &flv1.Bundle{}
+	for {
+		if err := f.e.Client.Get(ctx, key, b); err != nil {
+			return "", err
+		}
+		if b.Status.ObservedGeneration == b.Generation && b.Status.Revision != "" &&
+			meta.FindStatusCondition(b.Status.Conditions, flv1.ConditionStalled) != nil {
+			return b.Status.Revision, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("bundle %s: generation %d not rendered after 5 min", key.Name, b.Generation)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

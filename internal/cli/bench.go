@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"flotilla.dev/flotilla/internal/bench"
+	"flotilla.dev/flotilla/internal/testenv"
+)
+
+func newBenchCmd() *cobra.Command {
+	o := bench.FleetOptions{}
+	var sizes []int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "bench [scenario...]",
+		Short: "Measure the hub at fleet scale against a real API server (simulated agents)",
+		Long: `Start a private hub on this machine (kube-apiserver and etcd from the pinned Kubernetes
+binaries, "make k8s-bin", and this binary's "flotilla hub"), join N simulated agents and
+measure. A simulated agent does on the hub exactly what a real agent does (heartbeat Lease,
+fact reports, Work status after applying) but its member side is in memory; every figure
+that involves them says "simulated". Nothing outside the private hub is touched.
+
+Scenarios (default: all of them, in this order):
+  join     N agents join at once: time until each cluster is Ready (p50, p99, total)
+  fanout   first the physical limit: N Work updates of the same size written straight to the
+           API server at the best of two concurrencies; then one Bundle change reaching all N
+           clusters (p50, p99, total) and its ratio to that limit
+  rollout  a 3-wave rollout (eu, us, rest; no soak) of one change over the N clusters
+  idle     10 Bundles per cluster, agents heartbeating and reporting at the default
+           intervals: CPU over --idle-duration and memory grown per cluster, per hub process
+  agent    one real agent against a real member: memory and CPU idle, and while it applies
+           a Bundle of 100 objects
+
+Each size runs on a fresh hub. The design's targets are shown next to the figures they
+judge. docs/performance.md has the figures of this machine and how they were made.`,
+		Example: `  flotilla bench                               # every scenario, 100 clusters
+  flotilla bench fanout --clusters 100,1000,10000
+  flotilla bench idle --clusters 1000 --idle-duration 2m --json > idle.json
+  flotilla bench agent`,
+		ValidArgs: bench.Scenarios,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Scenarios = args
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			o.Binary = exe
+			if !asJSON {
+				o.Log = cmd.ErrOrStderr()
+			}
+			rep, err := bench.Run(cmd.Context(), o, sizes)
+			if rep != nil && len(rep.Results) > 0 {
+				if asJSON {
+					if jerr := rep.WriteJSON(cmd.OutOrStdout()); jerr != nil {
+						return jerr
+					}
+				} else {
+					rep.WriteTable(cmd.OutOrStdout())
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "no such file") {
+				return fmt.Errorf("%w\nbuild the Kubernetes binaries first: make k8s-bin (or set --k8s-dir)", err)
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.IntSliceVar(&sizes, "clusters", []int{100}, "fleet sizes to measure, each on a fresh hub (e.g. 100,1000,10000)")
+	f.IntVar(&o.Runs, "runs", 3, "changes timed by fanout and rollout; the median run is reported")
+	f.DurationVar(&o.IdleFor, "idle-duration", time.Minute, "how long idle (and the agent at rest) is sampled")
+	f.IntVar(&o.BundlesPerCluster, "bundles-per-cluster", 10, "Bundles every cluster runs in the idle scenario")
+	f.StringVar(&o.BinDir, "k8s-dir", testenv.DefaultBinDir(), "directory of the pinned Kubernetes binaries ($FLOTILLA_K8S_DIR)")
+	f.StringVar(&o.Dir, "keep-dir", "", "keep the private hub's data and logs (flotilla-hub.log, agents/) in this directory")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON (progress is then not printed)")
+	return cmd
+}

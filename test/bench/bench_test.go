@@ -1,0 +1,66 @@
+// Package bench keeps `flotilla bench` working in `make test`: every scenario at a small
+// fleet size, against a real hub API server, with the flotilla binary built from this tree.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"flotilla.dev/flotilla/internal/bench"
+)
+
+func TestBenchSmoke(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "flotilla")
+	if out, err := exec.Command("go", "build", "-o", bin, "flotilla.dev/flotilla/cmd/flotilla").CombinedOutput(); err != nil {
+		t.Fatalf("build flotilla: %v\n%s", err, out)
+	}
+	var progress bytes.Buffer
+	rep, err := bench.Run(context.Background(), bench.FleetOptions{
+		Options: bench.Options{Binary: bin, Log: &progress},
+		Runs:    1, IdleFor: 5 * time.Second, BundlesPerCluster: 3,
+	}, []int{9})
+	if rep != nil {
+		rep.WriteTable(os.Stdout)
+	}
+	if err != nil {
+		t.Fatalf("%v\nprogress:\n%s", err, progress.String())
+	}
+	want := map[string][]string{
+		bench.ScenarioJoin:    {"p99"},
+		bench.ScenarioFanout:  {"p99", "baseline (best)", "total / baseline"},
+		bench.ScenarioRollout: {"3-wave rollout", "rollout / fan-out"},
+		bench.ScenarioIdle:    {"hub controllers: CPU", "all: memory per cluster"},
+		bench.ScenarioAgent:   {"idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
+	}
+	for _, r := range rep.Results {
+		names, ok := want[r.Scenario]
+		if !ok {
+			t.Errorf("unexpected scenario %q", r.Scenario)
+			continue
+		}
+		delete(want, r.Scenario)
+		for _, n := range names {
+			m, ok := r.Get(n)
+			if !ok {
+				t.Errorf("%s: no metric %q", r.Scenario, n)
+			}
+			// Times, ratios and resident memory are positive in any real run; CPU may be 0
+			// for an idle process over a few seconds, memory growth may be negative.
+			if ok && m.Value <= 0 && (m.Unit == "s" || m.Unit == "x" || m.Name == "idle: resident memory") {
+				t.Errorf("%s: %s = %v %s, want > 0", r.Scenario, n, m.Value, m.Unit)
+			}
+		}
+	}
+	for s := range want {
+		t.Errorf("scenario %s did not report", s)
+	}
+	var js bytes.Buffer
+	if err := rep.WriteJSON(&js); err != nil || !bytes.Contains(js.Bytes(), []byte(`"agents": "simulated"`)) {
+		t.Errorf("JSON report: %v\n%s", err, js.String())
+	}
+}
