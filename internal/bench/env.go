@@ -33,6 +33,9 @@ type Options struct {
 	Members int
 	// Dir keeps the environment's data and logs (default: a temp dir, removed at the end).
 	Dir string
+	// ProfileDir, when set, receives CPU profiles of the hub (and of the API server when
+	// FLOTILLA_APISERVER_PROFILING=1) taken during the timed fan-outs.
+	ProfileDir string
 	// Log receives progress lines (default: discarded).
 	Log io.Writer
 }
@@ -45,6 +48,7 @@ type Env struct {
 	Client  client.Client
 	Config  *rest.Config
 	metrics string
+	pprof   string
 	log     io.Writer
 	opts    Options
 }
@@ -68,15 +72,16 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 			e.Stop()
 		}
 	}()
-	ports, err := proc.FreePorts(2)
+	ports, err := proc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
 	e.metrics = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	e.pprof = fmt.Sprintf("127.0.0.1:%d", ports[2])
 	// The hub runs with its shipped defaults (client rate limits included).
 	e.Hub, err = proc.Start("flotilla-hub", o.Binary, []string{"hub", "--hub-kubeconfig", t.Hub.Kubeconfig,
 		"--leader-elect=false", "--webhook-bind-address=0", "--git-cache-dir", filepath.Join(t.Dir, "git"),
-		"--metrics-bind-address", e.metrics, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
+		"--metrics-bind-address", e.metrics, "--pprof-bind-address", e.pprof, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
 		filepath.Join(t.Dir, "flotilla-hub.log"), false)
 	if err != nil {
 		return nil, err

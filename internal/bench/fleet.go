@@ -44,8 +44,7 @@ type Fleet struct {
 	// for every revision: the awaited one is known only once the hub rendered it).
 	applied map[string]map[string]time.Time
 
-	leases chan string
-	works  chan *flv1.Work
+	works chan *flv1.Work
 }
 
 // ClusterName is the name of simulated cluster i.
@@ -60,7 +59,7 @@ func newFleet(ctx context.Context, e *Env, n int) (*Fleet, error) {
 		return nil, err
 	}
 	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
-		leases: make(chan string, n), works: make(chan *flv1.Work, 16*n)}
+		works: make(chan *flv1.Work, 16*n)}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
 		&corev1.Namespace{}: {Label: labels.NewSelector().Add(*hasCluster)},
@@ -72,10 +71,11 @@ func newFleet(ctx context.Context, e *Env, n int) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A cluster's namespace appears once the hub provisioned it: its agent starts then.
+	// A cluster's namespace appears once the hub provisioned it: its agent starts then, and
+	// heartbeats and reports facts for as long as the benchmark runs.
 	_, _ = nsInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(o any) {
 		if ns, ok := o.(*corev1.Namespace); ok && ns.Labels[flv1.LabelCluster] != "" {
-			f.leases <- ns.Labels[flv1.LabelCluster]
+			go f.agentLoop(ctx, ns.Labels[flv1.LabelCluster])
 		}
 	}})
 	mcInf, err := cc.GetInformer(ctx, &flv1.MemberCluster{})
@@ -125,8 +125,6 @@ func newFleet(ctx context.Context, e *Env, n int) (*Fleet, error) {
 				select {
 				case <-ctx.Done():
 					return
-				case c := <-f.leases:
-					_ = f.heartbeat(ctx, c)
 				case w := <-f.works:
 					_ = e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(simulatedWorkStatus(w)),
 						client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
@@ -222,30 +220,27 @@ func (f *Fleet) report(ctx context.Context, cluster string) error {
 	return f.e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
 }
 
-// idleLoad runs every agent's periodic writes, spread evenly over time, until ctx ends:
-// a heartbeat every agent.DefaultHeartbeatInterval and a facts report every
-// agent.DefaultReportInterval, as the real agent does by default.
-func (f *Fleet) idleLoad(ctx context.Context) {
-	spread := func(every time.Duration, do func(string) error) {
-		step := every / time.Duration(f.N)
-		t := time.NewTicker(max(step, time.Millisecond))
-		defer t.Stop()
-		per := max(1, int(time.Millisecond/max(step, 1))) // clusters per tick when step < 1ms
-		for i := 0; ; {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			for range per {
-				c := ClusterName(i % f.N)
-				i++
-				go func() { _ = do(c) }()
+// agentLoop is one simulated agent's periodic writes, as the real agent's defaults make
+// them: a heartbeat at once and every agent.DefaultHeartbeatInterval, facts every
+// agent.DefaultReportInterval. A failed heartbeat is retried after a second.
+func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
+	nextReport := time.Now()
+	for {
+		wait := agent.DefaultHeartbeatInterval
+		if err := f.heartbeat(ctx, cluster); err != nil {
+			wait = time.Second
+		}
+		if now := time.Now(); !now.Before(nextReport) {
+			if err := f.report(ctx, cluster); err == nil {
+				nextReport = now.Add(agent.DefaultReportInterval)
 			}
 		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
-	go spread(agent.DefaultHeartbeatInterval, func(c string) error { return f.heartbeat(ctx, c) })
-	go spread(agent.DefaultReportInterval, func(c string) error { return f.report(ctx, c) })
 }
 
 // appliedCount is how many clusters reported rev applied.

@@ -150,12 +150,19 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 		return Result{}, fmt.Errorf("baseline: %w", err)
 	}
 	var all [][]time.Duration
+	// A profile covers the timed changes: about as long as the baseline times the runs.
+	prof := f.e.profile(ctx, fmt.Sprintf("fanout-%d", f.N), time.Duration(runs)*3*base+2*time.Second)
 	for i := range runs {
 		lat, err := f.change(ctx, name, fmt.Sprint("run-", i))
 		if err != nil {
 			return Result{}, err
 		}
 		all = append(all, lat)
+	}
+	for range 2 { // hub and API server; a closed channel when not profiling
+		if err := <-prof; err != nil {
+			return Result{}, fmt.Errorf("profile: %w", err)
+		}
 	}
 	lat := median(all)
 	total := lat[len(lat)-1]

@@ -20,8 +20,8 @@ type usage struct {
 	// Anon is the private part of RSS (heap, stacks); the rest is file-backed pages, mostly
 	// the executable's, which the page cache shares and can reclaim.
 	Anon uint64
-	CPU time.Duration
-	At  time.Time
+	CPU  time.Duration
+	At   time.Time
 }
 
 // clockTick is USER_HZ: 100 on every Linux this runs on.

@@ -50,9 +50,7 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 				return err
 			}
 			o.Binary = exe
-			if !asJSON {
-				o.Log = cmd.ErrOrStderr()
-			}
+			o.Log = cmd.ErrOrStderr() // progress; the report goes to stdout
 			rep, err := bench.Run(cmd.Context(), o, sizes)
 			if rep != nil && len(rep.Results) > 0 {
 				if asJSON {
@@ -76,6 +74,7 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 	f.IntVar(&o.BundlesPerCluster, "bundles-per-cluster", 10, "Bundles every cluster runs in the idle scenario")
 	f.StringVar(&o.BinDir, "k8s-dir", testenv.DefaultBinDir(), "directory of the pinned Kubernetes binaries ($FLOTILLA_K8S_DIR)")
 	f.StringVar(&o.Dir, "keep-dir", "", "keep the private hub's data and logs (flotilla-hub.log, agents/) in this directory")
-	f.BoolVar(&asJSON, "json", false, "print the report as JSON (progress is then not printed)")
+	f.StringVar(&o.ProfileDir, "profile-dir", "", "write CPU profiles of the hub taken during the timed fan-outs here (go tool pprof); with FLOTILLA_APISERVER_PROFILING=1 the API server's too")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
 	return cmd
 }

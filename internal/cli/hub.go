@@ -45,6 +45,7 @@ Several replicas may run; leader election lets one reconcile at a time.`,
 	f.StringVar(&o.MetricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" disables it)`)
 	f.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" disables them)`)
 	f.DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "mark a cluster Unreachable when its agent's heartbeat is older than this (default 5 x the interval the agent declares)")
+	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", `address of Go's /debug/pprof, to profile the hub (default: off)`)
 	f.BoolVar(&o.InstallCRDs, "install-crds", true, "install or upgrade Flotilla's CRDs at start")
 	f.Float32Var(&o.QPS, "kube-api-qps", hub.DefaultQPS, "requests per second to the hub API server (fan-out writes one Work per cluster)")
 	f.IntVar(&o.Burst, "kube-api-burst", hub.DefaultBurst, "burst of requests to the hub API server")

@@ -41,6 +41,8 @@ type Options struct {
 	LeaderElect bool
 	// MetricsAddr serves /metrics ("0" disables it).
 	MetricsAddr string
+	// PprofAddr serves Go's /debug/pprof ("" or "0" disables it), to profile the hub.
+	PprofAddr string
 	// ProbeAddr serves /healthz and /readyz ("0" disables them).
 	ProbeAddr string
 	// HeartbeatGrace: see membercluster.Reconciler.
@@ -119,7 +121,10 @@ func Run(ctx context.Context, o Options) error {
 		LeaderElectionReleaseOnCancel: true,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        o.ProbeAddr,
-		Cache:                         cache.Options{ByObject: byObject},
+		PprofBindAddress:              o.PprofAddr,
+		// Nothing reads managedFields from the cache; they are a large share of each cached
+		// Work and MemberCluster, and the hub caches several objects per cluster.
+		Cache: cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 	})
 	if err != nil {
 		return fmt.Errorf("hub manager: %w", err)
