@@ -45,6 +45,8 @@ type Fleet struct {
 	applied map[string]map[string]time.Time
 
 	works chan *flv1.Work
+	// heartbeatEvery is the simulated agents' heartbeat interval.
+	heartbeatEvery time.Duration
 }
 
 // ClusterName is the name of simulated cluster i.
@@ -53,13 +55,13 @@ func ClusterName(i int) string { return fmt.Sprintf("sim-%05d", i) }
 // regions label the clusters round-robin; the rollout scenario makes a wave of each.
 var regions = []string{"eu", "us", "ap"}
 
-func newFleet(ctx context.Context, e *Env, n int) (*Fleet, error) {
+func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) (*Fleet, error) {
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
 		return nil, err
 	}
 	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
-		works: make(chan *flv1.Work, 16*n)}
+		works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
 		&corev1.Namespace{}: {Label: labels.NewSelector().Add(*hasCluster)},
@@ -204,7 +206,7 @@ func (f *Fleet) heartbeat(ctx context.Context, cluster string) error {
 	lease := coordinationv1ac.Lease(flv1.HeartbeatLeaseName, ns).
 		WithLabels(map[string]string{flv1.LabelCluster: cluster}).
 		WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("simulated").
-			WithLeaseDurationSeconds(int32(agent.DefaultHeartbeatInterval / time.Second)).
+			WithLeaseDurationSeconds(int32(max(time.Second, f.heartbeatEvery) / time.Second)).
 			WithRenewTime(metav1.NewMicroTime(time.Now())))
 	_, err := f.cs.CoordinationV1().Leases(ns).Apply(ctx, lease, metav1.ApplyOptions{FieldManager: agent.FieldOwner, Force: true})
 	return err
@@ -221,12 +223,12 @@ func (f *Fleet) report(ctx context.Context, cluster string) error {
 }
 
 // agentLoop is one simulated agent's periodic writes, as the real agent's defaults make
-// them: a heartbeat at once and every agent.DefaultHeartbeatInterval, facts every
+// them: a heartbeat at once and every f.heartbeatEvery (default the agent's), facts every
 // agent.DefaultReportInterval. A failed heartbeat is retried after a second.
 func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
 	nextReport := time.Now()
 	for {
-		wait := agent.DefaultHeartbeatInterval
+		wait := f.heartbeatEvery
 		if err := f.heartbeat(ctx, cluster); err != nil {
 			wait = time.Second
 		}

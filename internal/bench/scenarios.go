@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
+	"flotilla.dev/flotilla/internal/agent"
 )
 
 // The scenarios, in the order a run takes them. join runs whenever a fleet is needed.
@@ -50,6 +51,8 @@ type FleetOptions struct {
 	IdleFor time.Duration
 	// BundlesPerCluster is how many Bundles every cluster runs in the idle scenario.
 	BundlesPerCluster int
+	// HeartbeatInterval of the simulated agents (default: the agent's default).
+	HeartbeatInterval time.Duration
 }
 
 func (o *FleetOptions) defaults() {
@@ -58,6 +61,9 @@ func (o *FleetOptions) defaults() {
 	}
 	if o.IdleFor <= 0 {
 		o.IdleFor = time.Minute
+	}
+	if o.HeartbeatInterval <= 0 {
+		o.HeartbeatInterval = agent.DefaultHeartbeatInterval
 	}
 	if o.BundlesPerCluster <= 0 {
 		o.BundlesPerCluster = 10
@@ -76,7 +82,7 @@ func RunFleet(ctx context.Context, o FleetOptions) ([]Result, error) {
 	defer e.Stop()
 	time.Sleep(5 * time.Second) // let the empty hub settle before its footprint is taken
 	empty := e.usage()
-	f, err := newFleet(ctx, e, o.Clusters)
+	f, err := newFleet(ctx, e, o.Clusters, o.HeartbeatInterval)
 	if err != nil {
 		return nil, err
 	}
