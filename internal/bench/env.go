@@ -45,12 +45,11 @@ type Env struct {
 	T   *testenv.Env
 	Hub *proc.Process
 	// Client is an admin client of the hub API server, with a high rate limit.
-	Client  client.Client
-	Config  *rest.Config
-	metrics string
-	pprof   string
-	log     io.Writer
-	opts    Options
+	Client client.Client
+	Config *rest.Config
+	pprof  string
+	log    io.Writer
+	opts   Options
 }
 
 // Start brings up the hub and waits until it serves Flotilla's API.
@@ -76,12 +75,11 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	e.metrics = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	e.pprof = fmt.Sprintf("127.0.0.1:%d", ports[2])
 	// The hub runs with its shipped defaults (client rate limits included).
 	e.Hub, err = proc.Start("flotilla-hub", o.Binary, []string{"hub", "--hub-kubeconfig", t.Hub.Kubeconfig,
 		"--leader-elect=false", "--webhook-bind-address=0", "--git-cache-dir", filepath.Join(t.Dir, "git"),
-		"--metrics-bind-address", e.metrics, "--pprof-bind-address", e.pprof, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
+		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--pprof-bind-address", e.pprof, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
 		filepath.Join(t.Dir, "flotilla-hub.log"), false)
 	if err != nil {
 		return nil, err
@@ -118,8 +116,7 @@ const roleHub = "hub controllers"
 
 // Processes are the hub's processes whose footprint the benchmark reports.
 func (e *Env) Processes() []Proc {
-	ps := []Proc{{Role: roleHub, Pid: e.Hub.Pid}, {Role: "kube-apiserver", Pid: e.T.Hub.Processes[0].Pid}, {Role: "etcd", Pid: e.T.Etcd.Pid}}
-	return ps
+	return []Proc{{Role: roleHub, Pid: e.Hub.Pid}, {Role: "kube-apiserver", Pid: e.T.Hub.Processes[0].Pid}, {Role: "etcd", Pid: e.T.Etcd.Pid}}
 }
 
 func (e *Env) logf(format string, args ...any) {

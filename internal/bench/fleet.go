@@ -32,10 +32,9 @@ import (
 // of them (a real fleet holds one watch per agent; the API server's per-watch cost is not in
 // these figures).
 type Fleet struct {
-	e       *Env
-	N       int
-	Regions []string
-	cs      kubernetes.Interface
+	e  *Env
+	N  int
+	cs kubernetes.Interface
 
 	mu sync.Mutex
 	// joined: when each cluster's MemberCluster first turned Ready.

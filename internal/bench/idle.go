@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 )
 
@@ -22,9 +20,9 @@ func (e *Env) usage() map[string]usage {
 }
 
 // idleScenario gives every cluster BundlesPerCluster Bundles, waits until all are applied,
-// then, while the agents do only their periodic writes (heartbeats and fact reports at the
-// agent's default intervals), samples idleFor and reports what each hub process costs per cluster: CPU over that
-// time, and resident memory grown since the empty hub.
+// then, while the agents do only their periodic writes (heartbeats and fact reports), samples
+// idleFor and reports what each hub process costs per cluster: CPU over that time, and
+// resident memory grown since the empty hub.
 func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perCluster int, idleFor time.Duration) (Result, error) {
 	have := &flv1.BundleList{} // the fanout and rollout scenarios' Bundles, when they ran
 	if err := f.e.Client.List(ctx, have); err != nil {
@@ -39,11 +37,7 @@ func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perClu
 		names = append(names, name)
 	}
 	for _, name := range names {
-		rev, err := f.revisionOf(ctx, client.ObjectKey{Namespace: "default", Name: name})
-		if err != nil {
-			return Result{}, err
-		}
-		if err := f.waitFor(ctx, 30*time.Minute, "clusters applied "+rev, func() int { return f.appliedCount(rev) }); err != nil {
+		if _, err := f.waitApplied(ctx, name); err != nil {
 			return Result{}, err
 		}
 	}

@@ -56,17 +56,12 @@ func (f *Fleet) rolloutScenario(ctx context.Context, runs int, fanout time.Durat
 // rollout changes the Bundle and waits until its rollout to the new revision succeeded on
 // every cluster, in three waves.
 func (f *Fleet) rollout(ctx context.Context, name, value string) (time.Duration, error) {
+	start, err := f.setContent(ctx, name, value)
+	if err != nil {
+		return 0, err
+	}
 	b := &flv1.Bundle{}
 	key := client.ObjectKey{Namespace: "default", Name: name}
-	if err := f.e.Client.Get(ctx, key, b); err != nil {
-		return 0, err
-	}
-	before := b.DeepCopy()
-	b.Spec.Source = benchBundle(name, value, nil).Spec.Source
-	start := time.Now()
-	if err := f.e.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil {
-		return 0, err
-	}
 	deadline := start.Add(30 * time.Minute)
 	for {
 		if err := f.e.Client.Get(ctx, key, b); err != nil {

@@ -156,7 +156,7 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 		return Result{}, fmt.Errorf("baseline: %w", err)
 	}
 	var all [][]time.Duration
-	// A profile covers the timed changes: about as long as the baseline times the runs.
+	// A profile covers the timed changes, each about three times the baseline.
 	prof := f.e.profile(ctx, fmt.Sprintf("fanout-%d", f.N), time.Duration(runs)*3*base+2*time.Second)
 	for i := range runs {
 		lat, err := f.change(ctx, name, fmt.Sprint("run-", i))
@@ -217,28 +217,40 @@ func benchBundle(name, value string, strategy *flv1.RolloutStrategy) *flv1.Bundl
 // change sets the Bundle's content to value and waits until every cluster reported the new
 // revision applied, returning each cluster's latency from the change, sorted.
 func (f *Fleet) change(ctx context.Context, name, value string) ([]time.Duration, error) {
-	b := &flv1.Bundle{}
-	key := client.ObjectKey{Namespace: "default", Name: name}
-	if err := f.e.Client.Get(ctx, key, b); err != nil {
-		return nil, err
-	}
-	before := b.DeepCopy()
-	b.Spec.Source = benchBundle(name, value, nil).Spec.Source
-	start := time.Now()
-	if err := f.e.Client.Patch(ctx, b, client.MergeFrom(before)); err != nil {
-		return nil, err
-	}
-	rev, err := f.revisionOf(ctx, key)
+	start, err := f.setContent(ctx, name, value)
 	if err != nil {
 		return nil, err
 	}
-	if err := f.waitFor(ctx, 30*time.Minute, "clusters applied "+rev, func() int { return f.appliedCount(rev) }); err != nil {
+	rev, err := f.waitApplied(ctx, name)
+	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	m := f.applied[rev]
 	f.mu.Unlock()
 	return f.since(m, start), nil
+}
+
+// setContent patches the Bundle's source to value and returns when it did.
+func (f *Fleet) setContent(ctx context.Context, name, value string) (time.Time, error) {
+	b := &flv1.Bundle{}
+	if err := f.e.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, b); err != nil {
+		return time.Time{}, err
+	}
+	before := b.DeepCopy()
+	b.Spec.Source = benchBundle(name, value, nil).Spec.Source
+	start := time.Now()
+	return start, f.e.Client.Patch(ctx, b, client.MergeFrom(before))
+}
+
+// waitApplied waits until every cluster reported the Bundle's current revision applied,
+// and returns that revision.
+func (f *Fleet) waitApplied(ctx context.Context, name string) (string, error) {
+	rev, err := f.revisionOf(ctx, client.ObjectKey{Namespace: "default", Name: name})
+	if err != nil {
+		return "", err
+	}
+	return rev, f.waitFor(ctx, 30*time.Minute, "clusters applied "+rev, func() int { return f.appliedCount(rev) })
 }
 
 // revisionOf waits until the hub rendered the Bundle's current generation and returns the

@@ -26,14 +26,16 @@ measure. A simulated agent does on the hub exactly what a real agent does (heart
 fact reports, Work status after applying) but its member side is in memory; every figure
 that involves them says "simulated". Nothing outside the private hub is touched.
 
-Scenarios (default: all of them, in this order):
+Scenarios (default: all of them, in this order; join runs whenever a fleet is needed):
   join     N agents join at once: time until each cluster is Ready (p50, p99, total)
   fanout   first the physical limit: N Work updates of the same size written straight to the
-           API server at the best of two concurrencies; then one Bundle change reaching all N
-           clusters (p50, p99, total) and its ratio to that limit
+           API server (the best of server-side apply and update, 32 and 128 at a time); then
+           one Bundle change reaching all N clusters (p50, p99, total) and its ratio to that
+           limit
   rollout  a 3-wave rollout (eu, us, rest; no soak) of one change over the N clusters
-  idle     10 Bundles per cluster, agents heartbeating and reporting at the default
-           intervals: CPU over --idle-duration and memory grown per cluster, per hub process
+  idle     --bundles-per-cluster Bundles (10) on every cluster, agents only heartbeating
+           (--heartbeat-interval) and reporting facts: CPU over --idle-duration and memory
+           grown per cluster, per hub process
   agent    one real agent against a real member: memory and CPU idle, and while it applies
            a Bundle of 100 objects
 
