@@ -12,8 +12,9 @@ CLUSTERS ?= 3
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
-build: ## build bin/flotilla
+build: ## build bin/flotilla and bin/flotilla-agent (the agent alone, small in memory)
 	$(GO) build -o $(BIN) ./cmd/flotilla
+	CGO_ENABLED=0 $(GO) build -o bin/flotilla-agent ./cmd/flotilla-agent # static: no libc mapped (~1.5 MB less resident)
 
 k8s-bin: ## build the pinned Kubernetes binaries into $(FLOTILLA_K8S_DIR) when missing
 	@hack/k8s/build.sh >/dev/null

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // deliveryObjects is how many objects the agent scenario's delivery applies.
 const deliveryObjects = 100
 
-// RunAgent measures one real agent (the flotilla binary) against a real member cluster:
+// RunAgent measures one real agent (flotilla-agent, else the flotilla binary) against a real member cluster:
 // its resident memory and CPU over idleFor at rest, then while it applies a Bundle of
 // deliveryObjects ConfigMaps.
 func RunAgent(ctx context.Context, o Options, idleFor time.Duration) (Result, error) {
@@ -42,6 +43,10 @@ func RunAgent(ctx context.Context, o Options, idleFor time.Duration) (Result, er
 		return Result{}, err
 	}
 	r := Result{Scenario: ScenarioAgent, Clusters: 1, Agents: "real"}
+	// join runs flotilla-agent when it lies next to the flotilla binary (make build puts it there).
+	if fi, err := os.Stat(la.Binary); err == nil {
+		r.add(fmt.Sprintf("executable %s: size", filepath.Base(la.Binary)), float64(fi.Size())/(1<<20), "MB")
+	}
 
 	time.Sleep(10 * time.Second) // past start-up: first report, caches filled
 	e.logf("agent: %s idle", idleFor)

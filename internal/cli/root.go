@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"flotilla.dev/flotilla/internal/agentcmd"
 	"flotilla.dev/flotilla/internal/hub"
 	"flotilla.dev/flotilla/internal/version"
 )
@@ -43,7 +44,7 @@ Try a local fleet:  flotilla lab up && export KUBECONFIG=$(flotilla lab kubeconf
 	}
 	root.PersistentFlags().StringVar(&g.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG, then ~/.kube/config)")
 	root.PersistentFlags().StringVar(&g.hubContext, "hub-context", "", "context in the hub kubeconfig (default: its current context)")
-	root.AddCommand(newHubCmd(g), newAgentCmd(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newRolloutCmd(g), newLabCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newHubCmd(g), agentcmd.New(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newRolloutCmd(g), newLabCmd(), newBenchCmd(), newVersionCmd())
 	return root
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -43,7 +44,8 @@ type Options struct {
 	TokenTTL time.Duration
 	// Local starts the agent as a process on this machine instead of a Deployment.
 	Local bool
-	// Binary is the flotilla binary a local agent runs (default: this executable).
+	// Binary is the flotilla binary a local agent runs (default: this executable). When a
+	// flotilla-agent executable lies next to it, that one runs instead (see AgentExecutable).
 	Binary string
 	// StateDir records local agents (default DefaultStateDir()).
 	StateDir string
@@ -189,12 +191,12 @@ func Join(ctx context.Context, o Options) (err error) {
 				return err
 			}
 		}
-		la, err := StartLocalAgent(o.StateDir, bin, o.Name, o.MemberKubeconfig, o.AgentArgs)
+		la, err := StartLocalAgent(o.StateDir, AgentExecutable(bin), o.Name, o.MemberKubeconfig, o.AgentArgs)
 		if err != nil {
 			return fmt.Errorf("start the local agent: %w", err)
 		}
 		undo = append(undo, func(context.Context) error { _, err := StopLocalAgent(o.StateDir, o.Name, true); return err })
-		step(o.Out, "started local agent (pid %d, log %s)", la.Pid, la.LogFile)
+		step(o.Out, "started local agent %s (pid %d, log %s)", filepath.Base(la.Binary), la.Pid, la.LogFile)
 	}
 	if o.Wait <= 0 {
 		return nil

@@ -15,9 +15,13 @@ import (
 )
 
 func TestBenchSmoke(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "flotilla")
-	if out, err := exec.Command("go", "build", "-o", bin, "flotilla.dev/flotilla/cmd/flotilla").CombinedOutput(); err != nil {
-		t.Fatalf("build flotilla: %v\n%s", err, out)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "flotilla")
+	// flotilla-agent next to flotilla, as `make build` leaves them: the agent scenario must run it.
+	for _, cmd := range []string{"flotilla", "flotilla-agent"} {
+		if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, cmd), "flotilla.dev/flotilla/cmd/"+cmd).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", cmd, err, out)
+		}
 	}
 	var progress bytes.Buffer
 	rep, err := bench.Run(context.Background(), bench.FleetOptions{
@@ -35,7 +39,7 @@ func TestBenchSmoke(t *testing.T) {
 		bench.ScenarioFanout:  {"p99", "baseline (best)", "total / baseline"},
 		bench.ScenarioRollout: {"3-wave rollout", "rollout / fan-out"},
 		bench.ScenarioIdle:    {"hub controllers: CPU", "all: memory per cluster"},
-		bench.ScenarioAgent:   {"idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
+		bench.ScenarioAgent:   {"executable flotilla-agent: size", "idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
 	}
 	for _, r := range rep.Results {
 		names, ok := want[r.Scenario]

@@ -1,4 +1,6 @@
-package cli
+// Package agentcmd holds the `agent` command, shared by the flotilla binary and the small
+// flotilla-agent binary that members run (it links only the agent, so it stays small in memory).
+package agentcmd
 
 import (
 	"context"
@@ -15,7 +17,8 @@ import (
 	"flotilla.dev/flotilla/internal/version"
 )
 
-func newAgentCmd() *cobra.Command {
+// New returns the `agent` command.
+func New() *cobra.Command {
 	o := agent.Options{}
 	var kubeconfig string
 	var verbose bool
