@@ -136,11 +136,12 @@ type MemberClusterStatus struct {
 	// AgentVersion is the version of the agent binary.
 	// +optional
 	AgentVersion string `json:"agentVersion,omitempty"`
-	// LastReportTime is when the agent last wrote these facts.
+	// LastReportTime is when the agent last wrote these facts: when they changed, and at
+	// least every 10 minutes.
 	// +optional
 	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
-	// LastHeartbeatTime is the renew time of the agent's heartbeat Lease, as last seen
-	// by the hub when it evaluated Ready.
+	// LastHeartbeatTime is the renew time of the agent's heartbeat Lease, recorded by the
+	// hub when Ready changes and at least every 10 minutes (the Lease has the exact time).
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
 }

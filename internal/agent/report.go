@@ -80,8 +80,8 @@ func (a *Agent) requestReport() {
 	}
 }
 
-// reportLoop writes facts at start, on node changes (coalesced over a second) and every
-// ReportInterval.
+// reportLoop writes facts at start and on node changes (coalesced over a second); every
+// ReportInterval it re-reads them and writes them if they changed or are MaxReportAge old.
 func (a *Agent) reportLoop(ctx context.Context, src *factSource) {
 	dyn, err := dynamic.NewForConfig(a.hub)
 	if err != nil {
@@ -92,18 +92,21 @@ func (a *Agent) reportLoop(ctx context.Context, src *factSource) {
 	a.requestReport()
 	tick := time.NewTicker(a.opts.ReportInterval)
 	defer tick.Stop()
+	var last reported
 	for {
+		periodic := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+			periodic = true
 		case <-a.report:
 			if !sleep(ctx, time.Second) { // coalesce a burst of node events
 				return
 			}
 		}
 		for {
-			err := a.reportOnce(ctx, dyn, src)
+			err := a.reportOnce(ctx, dyn, src, &last, periodic)
 			if err == nil || ctx.Err() != nil {
 				bo.reset()
 				break
@@ -126,7 +129,25 @@ type agentStatus struct {
 	LastReportTime    metav1.Time          `json:"lastReportTime"`
 }
 
-func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *factSource) error {
+// reported is what the agent last wrote, and when.
+type reported struct {
+	status agentStatus
+	at     time.Time
+}
+
+// needsWrite reports whether facts st read at now must be written: always on a node event
+// or the first time; on a periodic check only when they changed or the last write is
+// MaxReportAge old, so that an idle fleet's agents do not rewrite the same facts every minute.
+func needsWrite(last *reported, st agentStatus, periodic bool, now time.Time) bool {
+	if !periodic || last.at.IsZero() || now.Sub(last.at) >= MaxReportAge {
+		return true
+	}
+	prev, cur := last.status, st
+	prev.LastReportTime, cur.LastReportTime = metav1.Time{}, metav1.Time{}
+	return !equality.Semantic.DeepEqual(prev, cur)
+}
+
+func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *factSource, last *reported, periodic bool) error {
 	v, err := a.member.Discovery().ServerVersion()
 	if err != nil {
 		return fmt.Errorf("member version: %w", err)
@@ -134,14 +155,19 @@ func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *fact
 	nodes, _ := src.nodes.List(labels.Everything())
 	pods, _ := src.pods.List(labels.Everything())
 	ns, rs := summarize(nodes, pods)
+	now := time.Now()
 	st := agentStatus{KubernetesVersion: v.GitVersion, Nodes: ns, Resources: rs, AgentVersion: a.opts.Version,
-		LastReportTime: metav1.Now()}
+		LastReportTime: metav1.NewTime(now)}
+	if !needsWrite(last, st, periodic, now) {
+		return nil
+	}
 	u, err := flv1.MemberClusterStatusApply(a.Cluster(), st)
 	if err != nil {
 		return err
 	}
 	_, err = dyn.Resource(memberClustersGVR).Apply(ctx, a.Cluster(), u, metav1.ApplyOptions{FieldManager: FieldOwner, Force: true}, "status")
 	if err == nil {
+		*last = reported{status: st, at: now}
 		a.log.Debug("facts reported", "nodes", ns.Total, "ready", ns.Ready)
 	}
 	return err

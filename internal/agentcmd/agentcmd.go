@@ -29,7 +29,8 @@ func New() *cobra.Command {
 flotilla-system/flotilla-hub on the member (written by "flotilla join"), then:
   - renews its heartbeat Lease in its hub namespace cluster-<name>;
   - reports the member's Kubernetes version, nodes, capacity, allocatable and pod requests
-    into its MemberCluster's status, periodically and within a second of a node change;
+    into its MemberCluster's status within a second of a node change, and when a periodic
+    check finds them changed (unchanged facts are rewritten every 10 minutes);
   - rotates its hub token before it expires and stores the new one in the Secret.
 When the hub is unreachable it keeps retrying with backoff and says so in its log.`,
 		Args: cobra.NoArgs,
@@ -62,8 +63,8 @@ When the hub is unreachable it keeps retrying with backoff and says so in its lo
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "member-kubeconfig", "", "kubeconfig of the member cluster (default: in-cluster config)")
-	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "how often to renew the heartbeat Lease (default 10s)")
-	f.DurationVar(&o.ReportInterval, "report-interval", 0, "how often to re-report facts when nothing changed (default 1m)")
+	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", 0, "how often to renew the heartbeat Lease; the hub judges the cluster unreachable after 5 missed (default 30s)")
+	f.DurationVar(&o.ReportInterval, "report-interval", 0, "how often to re-read the facts and write them if they changed (default 1m; unchanged facts are rewritten every 10m)")
 	f.Float64Var(&o.RotateFraction, "token-rotate-fraction", agent.DefaultRotateFraction, "share of the hub token's lifetime after which it is rotated")
 	_ = f.MarkHidden("token-rotate-fraction") // for tests: lets a 10m token rotate in seconds
 	f.BoolVarP(&verbose, "verbose", "v", false, "log debug details")

@@ -19,7 +19,6 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 	"flotilla.dev/flotilla/internal/agent"
@@ -42,6 +41,9 @@ type Fleet struct {
 	// applied: per revision, when each cluster's Work first reported it applied (recorded
 	// for every revision: the awaited one is known only once the hub rendered it).
 	applied map[string]map[string]time.Time
+	// delivered: per revision, when each cluster's agent first saw its Work carry it: the
+	// change reached the cluster; the status report back to the hub follows.
+	delivered map[string]map[string]time.Time
 
 	works chan *flv1.Work
 	// heartbeatEvery is the simulated agents' heartbeat interval.
@@ -60,6 +62,7 @@ func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) 
 		return nil, err
 	}
 	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
+		delivered: map[string]map[string]time.Time{},
 		works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
@@ -99,17 +102,10 @@ func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) 
 		if !ok || w.Labels[flv1.LabelBundleName] == "" { // the baseline's objects are no one's
 			return
 		}
-		if w.Status.AppliedRevision == w.Spec.Revision && w.Status.ObservedGeneration == w.Generation {
-			f.mu.Lock()
-			m := f.applied[w.Spec.Revision]
-			if m == nil {
-				m = map[string]time.Time{}
-				f.applied[w.Spec.Revision] = m
-			}
-			if _, ok := m[w.Namespace]; !ok {
-				m[w.Namespace] = time.Now()
-			}
-			f.mu.Unlock()
+		reported := w.Status.AppliedRevision == w.Spec.Revision && w.Status.ObservedGeneration == w.Generation
+		f.recordRevision(f.delivered, w.Spec.Revision, w.Namespace)
+		if reported {
+			f.recordRevision(f.applied, w.Spec.Revision, w.Namespace)
 			return
 		}
 		f.works <- w
@@ -141,6 +137,20 @@ func (f *Fleet) record(m map[string]time.Time, key string) {
 	defer f.mu.Unlock()
 	if _, ok := m[key]; !ok {
 		m[key] = time.Now()
+	}
+}
+
+// recordRevision notes when cluster namespace ns first got to revision rev in m.
+func (f *Fleet) recordRevision(m map[string]map[string]time.Time, rev, ns string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	byNS := m[rev]
+	if byNS == nil {
+		byNS = map[string]time.Time{}
+		m[rev] = byNS
+	}
+	if _, ok := byNS[ns]; !ok {
+		byNS[ns] = time.Now()
 	}
 }
 
@@ -199,19 +209,7 @@ func (f *Fleet) since(m map[string]time.Time, start time.Time) []time.Duration {
 	return out
 }
 
-// heartbeat renews cluster's Lease exactly as the agent does.
-func (f *Fleet) heartbeat(ctx context.Context, cluster string) error {
-	ns := flv1.ClusterNamespace(cluster)
-	lease := coordinationv1ac.Lease(flv1.HeartbeatLeaseName, ns).
-		WithLabels(map[string]string{flv1.LabelCluster: cluster}).
-		WithSpec(coordinationv1ac.LeaseSpec().WithHolderIdentity("simulated").
-			WithLeaseDurationSeconds(int32(max(time.Second, f.heartbeatEvery) / time.Second)).
-			WithRenewTime(metav1.NewMicroTime(time.Now())))
-	_, err := f.cs.CoordinationV1().Leases(ns).Apply(ctx, lease, metav1.ApplyOptions{FieldManager: agent.FieldOwner, Force: true})
-	return err
-}
-
-// report writes the facts an agent reports every minute.
+// report writes the facts an agent reports; a simulated cluster's never change.
 func (f *Fleet) report(ctx context.Context, cluster string) error {
 	u, err := flv1.MemberClusterStatusApply(cluster, map[string]any{"kubernetesVersion": "v1.37.2-simulated",
 		"nodes": map[string]any{"total": 3, "ready": 3}, "lastReportTime": metav1.Now()})
@@ -221,19 +219,22 @@ func (f *Fleet) report(ctx context.Context, cluster string) error {
 	return f.e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
 }
 
-// agentLoop is one simulated agent's periodic writes, as the real agent's defaults make
-// them: a heartbeat at once and every f.heartbeatEvery (default the agent's), facts every
-// agent.DefaultReportInterval. A failed heartbeat is retried after a second.
+// agentLoop is one simulated agent's periodic writes, as the real agent makes them: its
+// heartbeat (the agent's own LeaseRenewer) at once and every f.heartbeatEvery (default the
+// agent's); its facts at once and, as they never change, every agent.MaxReportAge. A failed
+// heartbeat is retried after a second.
 func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
+	hb := &agent.LeaseRenewer{Leases: f.cs.CoordinationV1().Leases(flv1.ClusterNamespace(cluster)), Cluster: cluster,
+		Identity: "simulated", Interval: f.heartbeatEvery}
 	nextReport := time.Now()
 	for {
 		wait := f.heartbeatEvery
-		if err := f.heartbeat(ctx, cluster); err != nil {
+		if err := hb.Renew(ctx); err != nil {
 			wait = time.Second
 		}
 		if now := time.Now(); !now.Before(nextReport) {
 			if err := f.report(ctx, cluster); err == nil {
-				nextReport = now.Add(agent.DefaultReportInterval)
+				nextReport = now.Add(agent.MaxReportAge)
 			}
 		}
 		select {

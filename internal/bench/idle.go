@@ -42,9 +42,17 @@ func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perClu
 		}
 	}
 	time.Sleep(10 * time.Second) // the last status writes pass, caches settle
+	writesBefore, err := f.e.apiWrites(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	start := f.e.usage()
 	time.Sleep(idleFor)
 	end := f.e.usage()
+	writesAfter, err := f.e.apiWrites(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 
 	r := f.result(ScenarioIdle)
 	r.add("Bundles per cluster", float64(perCluster), "")
@@ -64,5 +72,6 @@ func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perClu
 	}
 	r.addTarget("all: memory per cluster", allKB, "KB", targetAllKBPerClust)
 	r.add("all: CPU per 1,000 clusters", allMilli/float64(f.N)*1000, "millicores")
+	r.Metrics = append(r.Metrics, writeRates(writesBefore, writesAfter, float64(f.N)*idleFor.Minutes(), "API writes per cluster per minute", "writes/min")...)
 	return r, nil
 }

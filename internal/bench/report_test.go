@@ -61,3 +61,40 @@ func TestReadUsageOfThisProcess(t *testing.T) {
 	}
 	t.Fatal("no CPU time counted after 2 s of spinning")
 }
+
+func TestWritesPerCluster(t *testing.T) {
+	const text = `# HELP apiserver_request_total Counter of apiserver requests.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="flotilla.dev",resource="works",scope="resource",subresource="",verb="APPLY",version="v1alpha1"} 300
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="flotilla.dev",resource="works",scope="resource",subresource="",verb="APPLY",version="v1alpha1"} 100
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="flotilla.dev",resource="works",scope="resource",subresource="status",verb="APPLY",version="v1alpha1"} 200
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="flotilla.dev",resource="works",scope="namespace",subresource="",verb="LIST",version="v1alpha1"} 999
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="APPLY",version="v1"} 1
+`
+	after, err := parseAPIWrites(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"APPLY works": 400, "APPLY works/status": 200, "APPLY leases": 1}
+	if len(after) != len(want) {
+		t.Fatalf("parsed %v, want %v (reads are not writes)", after, want)
+	}
+	for k, v := range want {
+		if after[k] != v {
+			t.Errorf("%s = %v, want %v", k, after[k], v)
+		}
+	}
+	// 100 clusters, 2 changes: works 2 per cluster and change, status 1; leases under 0.01
+	// count in the total only.
+	got := writeRates(map[string]float64{"APPLY works": 0}, after, 100*2, "API writes per cluster", "writes")
+	wantNames := []string{"API writes per cluster (all)", "API writes per cluster: APPLY works", "API writes per cluster: APPLY works/status"}
+	wantValues := []float64{3.005, 2, 1}
+	if len(got) != len(wantNames) {
+		t.Fatalf("got %+v", got)
+	}
+	for i := range got {
+		if got[i].Name != wantNames[i] || got[i].Value != wantValues[i] {
+			t.Errorf("row %d = %s %v, want %s %v", i, got[i].Name, got[i].Value, wantNames[i], wantValues[i])
+		}
+	}
+}

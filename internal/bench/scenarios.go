@@ -148,29 +148,37 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
 		return Result{}, err
 	}
-	if _, err := f.change(ctx, name, "warm"); err != nil {
+	if _, _, err := f.change(ctx, name, "warm"); err != nil {
 		return Result{}, err
 	}
 	base, perWay, err := f.baseline(ctx, name)
 	if err != nil {
 		return Result{}, fmt.Errorf("baseline: %w", err)
 	}
-	var all [][]time.Duration
+	writesBefore, err := f.e.apiWrites(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	var all, allReached [][]time.Duration
 	// A profile covers the timed changes, each about three times the baseline.
 	prof := f.e.profile(ctx, fmt.Sprintf("fanout-%d", f.N), time.Duration(runs)*3*base+2*time.Second)
 	for i := range runs {
-		lat, err := f.change(ctx, name, fmt.Sprint("run-", i))
+		lat, reached, err := f.change(ctx, name, fmt.Sprint("run-", i))
 		if err != nil {
 			return Result{}, err
 		}
-		all = append(all, lat)
+		all, allReached = append(all, lat), append(allReached, reached)
+	}
+	writesAfter, err := f.e.apiWrites(ctx)
+	if err != nil {
+		return Result{}, err
 	}
 	for range 2 { // hub and API server; a closed channel when not profiling
 		if err := <-prof; err != nil {
 			return Result{}, fmt.Errorf("profile: %w", err)
 		}
 	}
-	lat := median(all)
+	lat, reached := median(all), median(allReached)
 	total := lat[len(lat)-1]
 	r := f.result(ScenarioFanout)
 	r.seconds("p50", pct(lat, 0.5))
@@ -184,11 +192,16 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 		r.add("p99", p99, "s")
 	}
 	r.seconds("total", total)
+	// Not the target's measure (applied and reported): where the time goes.
+	r.seconds("reached the agents: p99", pct(reached, 0.99))
+	r.seconds("reached the agents: total", reached[len(reached)-1])
 	for _, w := range perWay {
 		r.seconds("baseline "+w.name, w.d)
 	}
 	r.seconds("baseline (best)", base)
 	r.addTarget("total / baseline", total.Seconds()/base.Seconds(), "x", targetBaselineRatio)
+	// Everything written while the changes ran (heartbeats and facts included).
+	r.Metrics = append(r.Metrics, writeRates(writesBefore, writesAfter, float64(f.N*runs), "API writes per cluster", "writes")...)
 	return r, nil
 }
 
@@ -215,20 +228,21 @@ func benchBundle(name, value string, strategy *flv1.RolloutStrategy) *flv1.Bundl
 }
 
 // change sets the Bundle's content to value and waits until every cluster reported the new
-// revision applied, returning each cluster's latency from the change, sorted.
-func (f *Fleet) change(ctx context.Context, name, value string) ([]time.Duration, error) {
+// revision applied. It returns each cluster's latency from the change to the report, and to
+// its agent first seeing the new revision, both sorted.
+func (f *Fleet) change(ctx context.Context, name, value string) (reported, reached []time.Duration, err error) {
 	start, err := f.setContent(ctx, name, value)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rev, err := f.waitApplied(ctx, name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f.mu.Lock()
-	m := f.applied[rev]
+	applied, delivered := f.applied[rev], f.delivered[rev]
 	f.mu.Unlock()
-	return f.since(m, start), nil
+	return f.since(applied, start), f.since(delivered, start), nil
 }
 
 // setContent patches the Bundle's source to value and returns when it did.

@@ -324,7 +324,7 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 			writes[i].err = r.deleteWork(ctx, existing[writes[i].cluster])
 			return
 		}
-		writes[i].err = r.applyWork(ctx, b, writes[i].cluster, writes[i].spec, r.remember)
+		writes[i].err = r.writeWork(ctx, b, existing[writes[i].cluster], writes[i].cluster, writes[i].spec, r.remember)
 	})
 	var errs []error
 	removed := map[string]bool{}
