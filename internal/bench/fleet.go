@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
@@ -19,9 +18,9 @@ import (
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 	"flotilla.dev/flotilla/internal/agent"
+	agentdeliver "flotilla.dev/flotilla/internal/agent/deliver"
 	"flotilla.dev/flotilla/internal/hub"
 )
 
@@ -62,8 +61,7 @@ func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) 
 		return nil, err
 	}
 	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
-		delivered: map[string]map[string]time.Time{},
-		works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
+		delivered: map[string]map[string]time.Time{}, works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
 		&corev1.Namespace{}: {Label: labels.NewSelector().Add(*hasCluster)},
@@ -123,8 +121,11 @@ func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) 
 				case <-ctx.Done():
 					return
 				case w := <-f.works:
-					_ = e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(simulatedWorkStatus(w)),
-						client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
+					// As the agent writes it (deliver.StatusPatch).
+					if patch, err := agentdeliver.StatusPatch(simulatedWorkStatus(w)); err == nil {
+						_ = e.Client.Status().Patch(ctx, &flv1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}},
+							patch, client.FieldOwner(agent.FieldOwner))
+					}
 				}
 			}
 		}()
@@ -248,17 +249,12 @@ func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
 // appliedCount is how many clusters reported rev applied.
 func (f *Fleet) appliedCount(rev string) int { return len(f.applied[rev]) }
 
-func simulatedWorkStatus(w *flv1.Work) *unstructured.Unstructured {
-	now := metav1.Now().UTC().Format(time.RFC3339)
-	conds := []any{}
+// simulatedWorkStatus is what an agent reports once it applied w.
+func simulatedWorkStatus(w *flv1.Work) flv1.WorkStatus {
+	st := flv1.WorkStatus{ObservedGeneration: w.Generation, AppliedRevision: w.Spec.Revision, AppliedHash: w.Spec.Content.Hash}
 	for _, t := range []string{flv1.ConditionApplied, flv1.ConditionAvailable} {
-		conds = append(conds, map[string]any{"type": t, "status": "True", "reason": "Simulated",
-			"message": "simulated agent", "observedGeneration": w.Generation, "lastTransitionTime": now})
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Simulated",
+			Message: "simulated agent", ObservedGeneration: w.Generation})
 	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": flv1.GroupVersion.String(), "kind": "Work",
-		"metadata": map[string]any{"name": w.Name, "namespace": w.Namespace},
-		"status": map[string]any{"observedGeneration": w.Generation, "appliedRevision": w.Spec.Revision,
-			"appliedHash": w.Spec.Content.Hash, "conditions": conds},
-	}}
+	return st
 }

@@ -53,6 +53,9 @@ func (f *Fleet) idleScenario(ctx context.Context, empty map[string]usage, perClu
 	if err != nil {
 		return Result{}, err
 	}
+	if err := f.e.heapProfile(ctx, fmt.Sprintf("idle-%d", f.N)); err != nil {
+		return Result{}, err
+	}
 
 	r := f.result(ScenarioIdle)
 	r.add("Bundles per cluster", float64(perCluster), "")

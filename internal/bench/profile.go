@@ -59,3 +59,27 @@ func (e *Env) profile(ctx context.Context, name string, d time.Duration) <-chan 
 	})
 	return done
 }
+
+// heapProfile saves the hub controllers' heap profile (what is live after a GC) into
+// ProfileDir, when profiling: it says which cached objects the per-cluster memory holds.
+func (e *Env) heapProfile(ctx context.Context, name string) error {
+	if e.opts.ProfileDir == "" {
+		return nil
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/heap?gc=1", e.pprof), nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("hub heap profile: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("hub heap profile: %s", resp.Status)
+	}
+	f, err := os.Create(filepath.Join(e.opts.ProfileDir, fmt.Sprintf("hub-heap-%s.pprof", name)))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	return err
+}

@@ -78,7 +78,7 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "the simulated agents' heartbeat interval (the real agent's --heartbeat-interval)")
 	f.StringVar(&o.BinDir, "k8s-dir", testenv.DefaultBinDir(), "directory of the pinned Kubernetes binaries ($FLOTILLA_K8S_DIR)")
 	f.StringVar(&o.Dir, "keep-dir", "", "keep the private hub's data and logs (flotilla-hub.log, agents/) in this directory")
-	f.StringVar(&o.ProfileDir, "profile-dir", "", "write CPU profiles of the hub taken during the timed fan-outs here (go tool pprof); with FLOTILLA_APISERVER_PROFILING=1 the API server's too")
+	f.StringVar(&o.ProfileDir, "profile-dir", "", "write CPU profiles of the hub taken during the timed fan-outs, and its heap at the end of idle, here (go tool pprof); with FLOTILLA_APISERVER_PROFILING=1 the API server's CPU profiles too")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON on stdout (progress goes to stderr)")
 	return cmd
 }

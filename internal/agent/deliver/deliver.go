@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -412,11 +413,12 @@ func (d *Deliverer) report(ctx context.Context, st *workState, o outcome, now ti
 	if !d.hubSynced() && !d.hubReachable(ctx) {
 		return errHubDown
 	}
-	u, err := statusApply(st.work, next)
+	patch, err := StatusPatch(next)
 	if err != nil {
 		return err
 	}
-	if err := d.hub.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+	w := &flv1.Work{ObjectMeta: metav1.ObjectMeta{Name: st.work.Name, Namespace: st.work.Namespace}}
+	if err := d.hub.Status().Patch(ctx, w, patch, client.FieldOwner(FieldOwner)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil // the Work was deleted meanwhile; its removal is the next pass
 		}
@@ -434,19 +436,17 @@ func (d *Deliverer) hubReachable(ctx context.Context) bool {
 	return err == nil || apierrors.IsNotFound(err)
 }
 
-func statusApply(w *flv1.Work, st flv1.WorkStatus) (*unstructured.Unstructured, error) {
-	b, err := json.Marshal(st)
+// StatusPatch is the agent's write of a Work's whole status: a JSON patch that sets /status,
+// which the API server handles as a plain update (server-side apply costs it about a third
+// more per write, and every fan-out writes one status per cluster). The agent is the only
+// writer of a Work's status, so replacing it whole loses nothing, and it needs no
+// resourceVersion. The bench's simulated agents write status with it too.
+func StatusPatch(st flv1.WorkStatus) (client.Patch, error) {
+	b, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
 	if err != nil {
 		return nil, err
 	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": flv1.GroupVersion.String(), "kind": "Work",
-		"metadata": map[string]any{"name": w.Name, "namespace": w.Namespace}, "status": m,
-	}}, nil
+	return client.RawPatch(types.JSONPatchType, b), nil
 }
 
 // ensureContent makes st.objs the Work's content: from memory, the member cache, or the hub.
