@@ -30,14 +30,15 @@ Scenarios (default: all of them, in this order; join runs whenever a fleet is ne
   join     N agents join at once: time until each cluster is Ready (p50, p99, total)
   fanout   first the physical limit: N Work updates of the same size written straight to the
            API server (the best of server-side apply and update, 32 and 128 at a time); then
-           one Bundle change reaching all N clusters (p50, p99, total) and its ratio to that
-           limit
+           one Bundle change applied and reported by all N clusters (p50, p99, total; also when
+           it reached the agents), its ratio to that limit, and the API server's count of
+           writes per cluster by verb and resource
   rollout  a 3-wave rollout (eu, us, rest; no soak) of one change over the N clusters
   idle     --bundles-per-cluster Bundles (10) on every cluster, agents only heartbeating
            (--heartbeat-interval) and reporting facts: CPU over --idle-duration and memory
-           grown per cluster, per hub process
+           grown per cluster, per hub process; writes per cluster and minute
   agent    one real agent against a real member: memory and CPU idle, and while it applies
-           a Bundle of 100 objects
+           a Bundle of 100 objects (flotilla-agent when it lies next to this binary)
 
 Each size runs on a fresh hub. The design's targets are shown next to the figures they
 judge. docs/performance.md has the figures of this machine and how they were made.`,

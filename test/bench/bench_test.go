@@ -36,9 +36,9 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	want := map[string][]string{
 		bench.ScenarioJoin:    {"p99"},
-		bench.ScenarioFanout:  {"p99", "baseline (best)", "total / baseline"},
+		bench.ScenarioFanout:  {"p99", "reached the agents: p99", "baseline (best)", "total / baseline", "API writes per cluster (all)"},
 		bench.ScenarioRollout: {"3-wave rollout", "rollout / fan-out"},
-		bench.ScenarioIdle:    {"hub controllers: CPU", "all: memory per cluster"},
+		bench.ScenarioIdle:    {"hub controllers: CPU", "all: memory per cluster", "API writes per cluster per minute (all)"},
 		bench.ScenarioAgent:   {"executable flotilla-agent: size", "idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
 	}
 	for _, r := range rep.Results {
@@ -58,6 +58,12 @@ func TestBenchSmoke(t *testing.T) {
 			if ok && m.Value <= 0 && (m.Unit == "s" || m.Unit == "x" || m.Name == "idle: resident memory") {
 				t.Errorf("%s: %s = %v %s, want > 0", r.Scenario, n, m.Value, m.Unit)
 			}
+		}
+	}
+	// A change costs at least the hub's Work write and the agent's status write per cluster.
+	for _, r := range rep.Results {
+		if m, ok := r.Get("API writes per cluster (all)"); ok && r.Scenario == bench.ScenarioFanout && m.Value < 2 {
+			t.Errorf("fanout: %v API writes per cluster, want at least 2 (Work and its status)", m.Value)
 		}
 	}
 	for s := range want {
