@@ -26,12 +26,7 @@ the flotilla executable.`,
 		SilenceErrors: true,
 		Version:       version.String(),
 	}
-	root.AddCommand(agentcmd.New(), &cobra.Command{
-		Use:   "version",
-		Short: "Print the flotilla version",
-		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.String()) },
-	})
+	root.AddCommand(agentcmd.New(), version.Command())
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"k8s.io/client-go/kubernetes"
 )
 
 // writeVerbs are the API server's request verbs that write to etcd.
@@ -17,11 +16,7 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 // apiWrites reads the API server's own count of write requests so far, by verb and
 // resource (e.g. "APPLY works/status"): the difference over a fan-out says what it cost.
 func (e *Env) apiWrites(ctx context.Context) (map[string]float64, error) {
-	cs, err := kubernetes.NewForConfig(e.T.Hub.Config)
-	if err != nil {
-		return nil, err
-	}
-	body, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	body, err := e.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("API server metrics: %w", err)
 	}

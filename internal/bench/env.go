@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -44,12 +45,14 @@ type Options struct {
 type Env struct {
 	T   *testenv.Env
 	Hub *proc.Process
-	// Client is an admin client of the hub API server, with a high rate limit.
-	Client client.Client
-	Config *rest.Config
-	pprof  string
-	log    io.Writer
-	opts   Options
+	// Client is an admin client of the hub API server, with a high rate limit; Clientset
+	// is the same as client-go's typed clients (Leases, /metrics, profiles).
+	Client    client.Client
+	Clientset kubernetes.Interface
+	Config    *rest.Config
+	pprof     string
+	log       io.Writer
+	opts      Options
 }
 
 // Start brings up the hub and waits until it serves Flotilla's API.
@@ -90,6 +93,9 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 	e.Config = rest.CopyConfig(t.Hub.Config)
 	e.Config.QPS, e.Config.Burst = 2000, 4000 // the simulated agents share this client
 	if e.Client, err = client.New(e.Config, client.Options{Scheme: hub.Scheme()}); err != nil {
+		return nil, err
+	}
+	if e.Clientset, err = kubernetes.NewForConfig(e.Config); err != nil {
 		return nil, err
 	}
 	deadline := time.Now().Add(2 * time.Minute)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	"k8s.io/client-go/kubernetes"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -30,9 +29,8 @@ import (
 // of them (a real fleet holds one watch per agent; the API server's per-watch cost is not in
 // these figures).
 type Fleet struct {
-	e  *Env
-	N  int
-	cs kubernetes.Interface
+	e *Env
+	N int
 
 	mu sync.Mutex
 	// joined: when each cluster's MemberCluster first turned Ready.
@@ -56,11 +54,7 @@ func ClusterName(i int) string { return fmt.Sprintf("sim-%05d", i) }
 var regions = []string{"eu", "us", "ap"}
 
 func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) (*Fleet, error) {
-	cs, err := kubernetes.NewForConfig(e.Config)
-	if err != nil {
-		return nil, err
-	}
-	f := &Fleet{e: e, N: n, cs: cs, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
+	f := &Fleet{e: e, N: n, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
 		delivered: map[string]map[string]time.Time{}, works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
@@ -225,7 +219,7 @@ func (f *Fleet) report(ctx context.Context, cluster string) error {
 // agent's); its facts at once and, as they never change, every agent.MaxReportAge. A failed
 // heartbeat is retried after a second.
 func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
-	hb := &agent.LeaseRenewer{Leases: f.cs.CoordinationV1().Leases(flv1.ClusterNamespace(cluster)), Cluster: cluster,
+	hb := &agent.LeaseRenewer{Leases: f.e.Clientset.CoordinationV1().Leases(flv1.ClusterNamespace(cluster)), Cluster: cluster,
 		Identity: "simulated", Interval: f.heartbeatEvery}
 	nextReport := time.Now()
 	for {

@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
 )
 
 // profile records CPU profiles of the hub controllers and, when it serves them
@@ -51,11 +49,7 @@ func (e *Env) profile(ctx context.Context, name string, d time.Duration) <-chan 
 		return done
 	}
 	go get(fmt.Sprintf("kube-apiserver-%s.pprof", name), func() (io.ReadCloser, error) {
-		cs, err := kubernetes.NewForConfig(e.T.Hub.Config)
-		if err != nil {
-			return nil, err
-		}
-		return cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(secs)).Timeout(d + time.Minute).Stream(ctx)
+		return e.Clientset.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", fmt.Sprint(secs)).Timeout(d + time.Minute).Stream(ctx)
 	})
 	return done
 }

@@ -178,7 +178,9 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 			return Result{}, fmt.Errorf("profile: %w", err)
 		}
 	}
-	lat, reached := median(all), median(allReached)
+	// Both from the same change: the one whose applied-and-reported total is the median.
+	m := medianRun(all)
+	lat, reached := all[m], allReached[m]
 	total := lat[len(lat)-1]
 	r := f.result(ScenarioFanout)
 	r.seconds("p50", pct(lat, 0.5))
@@ -205,10 +207,16 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	return r, nil
 }
 
-// median is the run whose total (its slowest cluster) is the median of the runs.
-func median(runs [][]time.Duration) []time.Duration {
-	sort.Slice(runs, func(i, j int) bool { return runs[i][len(runs[i])-1] < runs[j][len(runs[j])-1] })
-	return runs[len(runs)/2]
+// medianRun is the index of the run whose total (its slowest cluster) is the median of the
+// runs. The runs keep their order, so figures measured beside each run come from the same one.
+func medianRun(runs [][]time.Duration) int {
+	idx := make([]int, len(runs))
+	for i := range idx {
+		idx[i] = i
+	}
+	total := func(i int) time.Duration { return runs[i][len(runs[i])-1] }
+	sort.Slice(idx, func(a, b int) bool { return total(idx[a]) < total(idx[b]) })
+	return idx[len(idx)/2]
 }
 
 func pct(lat []time.Duration, p float64) time.Duration {

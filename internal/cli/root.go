@@ -44,7 +44,7 @@ Try a local fleet:  flotilla lab up && export KUBECONFIG=$(flotilla lab kubeconf
 	}
 	root.PersistentFlags().StringVar(&g.hubKubeconfig, "hub-kubeconfig", "", "kubeconfig of the hub (default $KUBECONFIG, then ~/.kube/config)")
 	root.PersistentFlags().StringVar(&g.hubContext, "hub-context", "", "context in the hub kubeconfig (default: its current context)")
-	root.AddCommand(newHubCmd(g), agentcmd.New(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newRolloutCmd(g), newLabCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newHubCmd(g), agentcmd.New(), newJoinCmd(g), newUnjoinCmd(g), newGetCmd(g), newDescribeCmd(g), newApplyCmd(g), newDiffCmd(g), newBreakGlassCmd(g), newRolloutCmd(g), newLabCmd(), newBenchCmd(), version.Command())
 	return root
 }
 
@@ -90,13 +90,4 @@ func (g *globals) hubClient() (client.Client, *rest.Config, error) {
 		return nil, nil, fmt.Errorf("hub at %s: %w", cfg.Host, err)
 	}
 	return c, cfg, nil
-}
-
-func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the flotilla version",
-		Args:  cobra.NoArgs,
-		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version.String()) },
-	}
 }

@@ -86,7 +86,7 @@ func RestartLocalAgent(stateDir, binary, cluster string) (*LocalAgent, error) {
 	if err != nil {
 		return nil, err
 	}
-	la.Pid, la.StartedAt = p.Pid, time.Now()
+	la.Pid, la.Binary, la.StartedAt = p.Pid, binary, time.Now()
 	return la, la.save(stateDir)
 }
 
