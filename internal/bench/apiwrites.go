@@ -2,12 +2,9 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"sort"
-	"strings"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // writeVerbs are the API server's request verbs that write to etcd.
@@ -16,23 +13,18 @@ var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPL
 // apiWrites reads the API server's own count of write requests so far, by verb and
 // resource (e.g. "APPLY works/status"): the difference over a fan-out says what it cost.
 func (e *Env) apiWrites(ctx context.Context) (map[string]float64, error) {
-	body, err := e.Clientset.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	families, err := e.apiMetrics(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
+		return nil, err
 	}
-	return parseAPIWrites(string(body))
+	return apiWritesOf(families), nil
 }
 
-func parseAPIWrites(text string) (map[string]float64, error) {
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
-	if err != nil {
-		return nil, fmt.Errorf("API server metrics: %w", err)
-	}
+func apiWritesOf(families map[string]*dto.MetricFamily) map[string]float64 {
 	out := map[string]float64{}
 	fam, ok := families["apiserver_request_total"]
 	if !ok {
-		return out, nil
+		return out
 	}
 	for _, m := range fam.GetMetric() {
 		l := map[string]string{}
@@ -48,7 +40,7 @@ func parseAPIWrites(text string) (map[string]float64, error) {
 		}
 		out[key] += m.GetCounter().GetValue()
 	}
-	return out, nil
+	return out
 }
 
 // writeRates turns two counts into writes per divisor (clusters × changes, or clusters ×

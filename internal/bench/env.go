@@ -13,8 +13,12 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -51,6 +55,7 @@ type Env struct {
 	Clientset kubernetes.Interface
 	Config    *rest.Config
 	pprof     string
+	metrics   string // the hub's /metrics address
 	log       io.Writer
 	opts      Options
 }
@@ -79,10 +84,15 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 		return nil, err
 	}
 	e.pprof = fmt.Sprintf("127.0.0.1:%d", ports[2])
+	e.metrics = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	kubeconfig, err := hubIdentity(ctx, t)
+	if err != nil {
+		return nil, err
+	}
 	// The hub runs with its shipped defaults (client rate limits included).
-	e.Hub, err = proc.Start("flotilla-hub", o.Binary, []string{"hub", "--hub-kubeconfig", t.Hub.Kubeconfig,
+	e.Hub, err = proc.Start("flotilla-hub", o.Binary, []string{"hub", "--hub-kubeconfig", kubeconfig,
 		"--leader-elect=false", "--webhook-bind-address=0", "--git-cache-dir", filepath.Join(t.Dir, "git"),
-		"--metrics-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[0]), "--pprof-bind-address", e.pprof, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
+		"--metrics-bind-address", e.metrics, "--pprof-bind-address", e.pprof, "--health-probe-bind-address", fmt.Sprintf("127.0.0.1:%d", ports[1])},
 		filepath.Join(t.Dir, "flotilla-hub.log"), false)
 	if err != nil {
 		return nil, err
@@ -108,6 +118,42 @@ func Start(ctx context.Context, o Options) (e *Env, err error) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// The hub's identity in the benchmark: the ServiceAccount a deployed hub runs as. The
+// admin credentials of the private API server are in system:masters, which the API server's
+// priority and fairness exempt from every limit; a deployed hub is not exempt (its requests
+// fall in the workload-low priority level), and the throttle scenario limits it alone.
+const (
+	hubServiceAccountNamespace = hub.SystemNamespace
+	hubServiceAccount          = "flotilla-hub"
+)
+
+// hubIdentity grants the hub's ServiceAccount cluster-admin on the private API server and
+// writes a kubeconfig that acts as it (impersonation by the admin credentials, so no token
+// is needed), returning its path.
+func hubIdentity(ctx context.Context, t *testenv.Env) (string, error) {
+	cs, err := kubernetes.NewForConfig(t.Hub.Config)
+	if err != nil {
+		return "", err
+	}
+	crb := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "flotilla-bench-hub"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: hubServiceAccountNamespace, Name: hubServiceAccount}}}
+	if _, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", fmt.Errorf("grant the hub's identity: %w", err)
+	}
+	cfg, err := clientcmd.LoadFromFile(t.Hub.Kubeconfig)
+	if err != nil {
+		return "", err
+	}
+	ns := hubServiceAccountNamespace
+	for _, a := range cfg.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + ns + ":" + hubServiceAccount
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns}
+	}
+	file := filepath.Join(t.Dir, "flotilla-hub.kubeconfig")
+	return file, clientcmd.WriteToFile(*cfg, file)
 }
 
 // Stop ends every process of the environment and removes its data.

@@ -243,12 +243,25 @@ func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
 // appliedCount is how many clusters reported rev applied.
 func (f *Fleet) appliedCount(rev string) int { return len(f.applied[rev]) }
 
-// simulatedWorkStatus is what an agent reports once it applied w.
+// simulatedWorkStatus is what a real agent reports once it applied w, a bench Bundle's
+// Work (one ConfigMap named after the Bundle, in the Work's target namespace, healthy as
+// soon as it exists): the same conditions, reasons and messages, the applied revision, and
+// the object's own status, so that the status written, watched and cached has the size of
+// a real one.
 func simulatedWorkStatus(w *flv1.Work) flv1.WorkStatus {
-	st := flv1.WorkStatus{ObservedGeneration: w.Generation, AppliedRevision: w.Spec.Revision, AppliedHash: w.Spec.Content.Hash}
-	for _, t := range []string{flv1.ConditionApplied, flv1.ConditionAvailable} {
-		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: "Simulated",
-			Message: "simulated agent", ObservedGeneration: w.Generation})
+	now := metav1.Now()
+	st := flv1.WorkStatus{ObservedGeneration: w.Generation, AppliedRevision: w.Spec.Revision, AppliedHash: w.Spec.Content.Hash,
+		LastAppliedTime: &now,
+		Resources: []flv1.ResourceStatus{{Version: "v1", Kind: "ConfigMap", Namespace: w.Spec.TargetNamespace, Name: w.Spec.Bundle.Name,
+			Health: "Current", Message: "Resource is always ready"}}}
+	for _, c := range []struct{ typ, reason, msg string }{
+		{flv1.ConditionApplied, flv1.ReasonApplySucceeded, "1 objects applied at " + w.Spec.Revision},
+		{flv1.ConditionAvailable, flv1.ReasonAllCurrent, "1 objects current"},
+	} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.typ, Status: metav1.ConditionTrue, Reason: c.reason,
+			Message: c.msg, ObservedGeneration: w.Generation})
 	}
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: flv1.ConditionDrifted, Status: metav1.ConditionFalse,
+		Reason: flv1.ReasonNoDrift, Message: "live objects match the delivered state", ObservedGeneration: w.Generation})
 	return st
 }

@@ -74,10 +74,11 @@ apiserver_request_total{code="200",component="apiserver",dry_run="",group="floti
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="flotilla.dev",resource="works",scope="namespace",subresource="",verb="LIST",version="v1alpha1"} 999
 apiserver_request_total{code="200",component="apiserver",dry_run="",group="coordination.k8s.io",resource="leases",scope="resource",subresource="",verb="APPLY",version="v1"} 1
 `
-	after, err := parseAPIWrites(text)
+	families, err := parseMetrics(text)
 	if err != nil {
 		t.Fatal(err)
 	}
+	after := apiWritesOf(families)
 	want := map[string]float64{"APPLY works": 400, "APPLY works/status": 200, "APPLY leases": 1}
 	if len(after) != len(want) {
 		t.Fatalf("parsed %v, want %v (reads are not writes)", after, want)

@@ -18,15 +18,16 @@ import (
 
 // The scenarios, in the order a run takes them. join runs whenever a fleet is needed.
 const (
-	ScenarioJoin    = "join"
-	ScenarioFanout  = "fanout"
-	ScenarioRollout = "rollout"
-	ScenarioIdle    = "idle"
-	ScenarioAgent   = "agent"
+	ScenarioJoin     = "join"
+	ScenarioFanout   = "fanout"
+	ScenarioRollout  = "rollout"
+	ScenarioThrottle = "throttle"
+	ScenarioIdle     = "idle"
+	ScenarioAgent    = "agent"
 )
 
 // Scenarios lists every scenario name.
-var Scenarios = []string{ScenarioJoin, ScenarioFanout, ScenarioRollout, ScenarioIdle, ScenarioAgent}
+var Scenarios = []string{ScenarioJoin, ScenarioFanout, ScenarioRollout, ScenarioThrottle, ScenarioIdle, ScenarioAgent}
 
 // The design's targets (docs/performance.md), per scenario.
 const (
@@ -115,6 +116,14 @@ func RunFleet(ctx context.Context, o FleetOptions) ([]Result, error) {
 		}
 		out = append(out, r)
 	}
+	if want(ScenarioThrottle) {
+		e.logf("throttle: one change, then one with the hub limited to one request at a time")
+		r, err := f.throttleScenario(ctx)
+		if err != nil {
+			return out, fmt.Errorf("throttle: %w", err)
+		}
+		out = append(out, r)
+	}
 	if want(ScenarioIdle) {
 		e.logf("idle: %d Bundles per cluster, then %s of steady state", o.BundlesPerCluster, o.IdleFor)
 		r, err := f.idleScenario(ctx, empty, o.BundlesPerCluster, o.IdleFor)
@@ -159,6 +168,10 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	hubBefore, err := f.e.hubTiming(ctx)
+	if err != nil {
+		return Result{}, err
+	}
 	var all, allReached [][]time.Duration
 	// A profile covers the timed changes, each about three times the baseline.
 	prof := f.e.profile(ctx, fmt.Sprintf("fanout-%d", f.N), time.Duration(runs)*3*base+2*time.Second)
@@ -170,6 +183,10 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 		all, allReached = append(all, lat), append(allReached, reached)
 	}
 	writesAfter, err := f.e.apiWrites(ctx)
+	if err != nil {
+		return Result{}, err
+	}
+	hubAfter, err := f.e.hubTiming(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -195,6 +212,7 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	}
 	r.seconds("total", total)
 	// Not the target's measure (applied and reported): where the time goes.
+	r.seconds("reached the agents: first", reached[0])
 	r.seconds("reached the agents: p99", pct(reached, 0.99))
 	r.seconds("reached the agents: total", reached[len(reached)-1])
 	for _, w := range perWay {
@@ -204,6 +222,7 @@ func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	r.addTarget("total / baseline", total.Seconds()/base.Seconds(), "x", targetBaselineRatio)
 	// Everything written while the changes ran (heartbeats and facts included).
 	r.Metrics = append(r.Metrics, writeRates(writesBefore, writesAfter, float64(f.N*runs), "API writes per cluster", "writes")...)
+	r.Metrics = append(r.Metrics, hubTimingRates(hubBefore, hubAfter, float64(runs))...)
 	return r, nil
 }
 

@@ -3,7 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
-	"strings"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -34,6 +34,9 @@ Scenarios (default: all of them, in this order; join runs whenever a fleet is ne
            it reached the agents), its ratio to that limit, and the API server's count of
            writes per cluster by verb and resource
   rollout  a 3-wave rollout (eu, us, rest; no soak) of one change over the N clusters
+  throttle one change, then one while the API server's priority and fairness admit one hub
+           request at a time and answer the rest 429: the slowdown, the requests rejected,
+           the hub reconciles retried, and that every cluster still applied the change
   idle     --bundles-per-cluster Bundles (10) on every cluster, agents only heartbeating
            (--heartbeat-interval) and reporting facts: CPU over --idle-duration and memory
            grown per cluster, per hub process; writes per cluster and minute
@@ -54,6 +57,14 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 				return err
 			}
 			o.Binary = exe
+			if _, err := os.Stat(filepath.Join(o.BinDir, "kube-apiserver")); err != nil {
+				return fmt.Errorf("no kube-apiserver in %s: build the Kubernetes binaries first: make k8s-bin (or set --k8s-dir)", o.BinDir)
+			}
+			if o.ProfileDir != "" {
+				if err := os.MkdirAll(o.ProfileDir, 0o755); err != nil {
+					return fmt.Errorf("--profile-dir: %w", err)
+				}
+			}
 			o.Log = cmd.ErrOrStderr() // progress; the report goes to stdout
 			rep, err := bench.Run(cmd.Context(), o, sizes)
 			if rep != nil && len(rep.Results) > 0 {
@@ -64,9 +75,6 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 				} else {
 					rep.WriteTable(cmd.OutOrStdout())
 				}
-			}
-			if err != nil && strings.Contains(err.Error(), "no such file") {
-				return fmt.Errorf("%w\nbuild the Kubernetes binaries first: make k8s-bin (or set --k8s-dir)", err)
 			}
 			return err
 		},

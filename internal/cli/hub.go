@@ -25,7 +25,13 @@ webhook call arrives) and renders Bundles whose source is a Git path, a Kustomiz
 Helm chart. Bundles with a rollout strategy move each new revision through the fleet in
 waves (see "flotilla rollout --help").
 
-Several replicas may run; leader election lets one reconcile at a time.`,
+Several replicas may run; leader election lets one reconcile at a time.
+
+When the API server throttles the hub (priority and fairness answer 429), the hub halves how
+many writes it sends at once on every 429, grows it back as writes succeed, and restores the
+maximum after 30 s without one: slower, never lost (metric flotilla_hub_writes_in_flight_limit).
+Give the agents' ServiceAccounts their own FlowSchema so that thousands of heartbeats cannot
+starve the hub's writes (docs/performance.md).`,
 		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig
   flotilla hub --heartbeat-grace 2m --metrics-bind-address :8080`,
 		Args: cobra.NoArgs,
@@ -47,7 +53,7 @@ Several replicas may run; leader election lets one reconcile at a time.`,
 	f.DurationVar(&o.HeartbeatGrace, "heartbeat-grace", 0, "mark a cluster Unreachable when its agent's heartbeat is older than this (default 5 x the interval the agent declares)")
 	f.StringVar(&o.PprofAddr, "pprof-bind-address", "", `address of Go's /debug/pprof, to profile the hub (default: off)`)
 	f.BoolVar(&o.InstallCRDs, "install-crds", true, "install or upgrade Flotilla's CRDs at start")
-	f.Float32Var(&o.QPS, "kube-api-qps", hub.DefaultQPS, "requests per second to the hub API server (fan-out writes one Work per cluster)")
+	f.Float32Var(&o.QPS, "kube-api-qps", hub.DefaultQPS, "requests per second to the hub API server (fan-out writes one Work per cluster); it bounds the rate, the 429-adaptive limit the concurrency")
 	f.IntVar(&o.Burst, "kube-api-burst", hub.DefaultBurst, "burst of requests to the hub API server")
 	f.StringVar(&o.WebhookAddr, "webhook-bind-address", ":8082", `address of the Git webhook /hooks/git/<namespace>/<name> ("0" disables it)`)
 	f.StringVar(&o.GitCacheDir, "git-cache-dir", "", "where GitRepositories are cloned (default: flotilla/git under the user's cache directory)")

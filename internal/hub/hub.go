@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
@@ -29,6 +31,7 @@ import (
 	"flotilla.dev/flotilla/internal/hub/bundle"
 	"flotilla.dev/flotilla/internal/hub/membercluster"
 	"flotilla.dev/flotilla/internal/hub/source"
+	"flotilla.dev/flotilla/internal/hub/writelimit"
 )
 
 // SystemNamespace holds the hub's own objects, such as its leader-election Lease.
@@ -67,6 +70,18 @@ const (
 	DefaultBurst = 1000
 )
 
+// MaxWritesInFlight bounds the hub's concurrent write requests. It is above what the
+// controllers send at once unthrottled (bundle.WorkWriters per Bundle reconcile, one write per
+// provisioning worker), so it binds only after the API server answered 429 (writelimit).
+const MaxWritesInFlight = 128
+
+var writesInFlightLimit = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "flotilla_hub_writes_in_flight_limit",
+	Help: "Write requests the hub may have in flight now: the maximum, or less while its API server answers 429.",
+})
+
+func init() { metrics.Registry.MustRegister(writesInFlightLimit) }
+
 // Scheme knows the built-in kinds and Flotilla's.
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
@@ -89,6 +104,11 @@ func Run(ctx context.Context, o Options) error {
 	if o.Config.Burst <= 0 {
 		o.Config.Burst = DefaultBurst
 	}
+	// Leader election renews its lease outside the write limit: waiting behind a fan-out's
+	// writes while throttled, it could lose the lease.
+	electionConfig := rest.CopyConfig(o.Config)
+	// Every 429 the API server answers cuts how many writes the hub sends at once.
+	o.Config.Wrap(writelimit.New(MaxWritesInFlight, func(n int) { writesInFlightLimit.Set(float64(n)) }).Wrap)
 	if o.InstallCRDs {
 		if err := InstallCRDs(ctx, o.Config); err != nil {
 			return err
@@ -110,11 +130,12 @@ func Run(ctx context.Context, o Options) error {
 	for _, o := range membercluster.CachedObjects() {
 		byObject[o] = cache.ByObject{Label: labels.NewSelector().Add(*owned)}
 	}
-	byObject[&flv1.Work{}] = cache.ByObject{Label: labels.NewSelector().Add(*owned)}
+	byObject[&flv1.Work{}] = cache.ByObject{Label: labels.NewSelector().Add(*owned), Transform: trimWork}
 	mgr, err := ctrl.NewManager(o.Config, ctrl.Options{
 		Scheme:                  Scheme(),
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        "flotilla-hub",
+		LeaderElectionConfig:    electionConfig,
 		LeaderElectionNamespace: SystemNamespace,
 		// Leaving gives the lease up at once, so a restarted or replaced hub takes over
 		// without waiting out the lease.
@@ -162,6 +183,18 @@ func Run(ctx context.Context, o Options) error {
 		}
 	}
 	return mgr.Start(ctx)
+}
+
+// trimWork keeps of a Work what the hub reads: its spec, labels and status counts and
+// conditions, not the per-object status its agent reports (status.resources, one entry per
+// delivered object, read only by the CLI from the API server) nor managedFields. With it,
+// the hub's memory per Work does not grow with the objects a Bundle holds.
+func trimWork(in any) (any, error) {
+	if w, ok := in.(*flv1.Work); ok {
+		w.ManagedFields = nil
+		w.Status.Resources = nil
+	}
+	return in, nil
 }
 
 func ensureNamespace(ctx context.Context, cfg *rest.Config, name string) error {

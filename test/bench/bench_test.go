@@ -38,8 +38,10 @@ func TestBenchSmoke(t *testing.T) {
 		bench.ScenarioJoin:    {"p99"},
 		bench.ScenarioFanout:  {"p99", "reached the agents: p99", "baseline (best)", "total / baseline", "API writes per cluster (all)"},
 		bench.ScenarioRollout: {"3-wave rollout", "rollout / fan-out"},
-		bench.ScenarioIdle:    {"hub controllers: CPU", "all: memory per cluster", "API writes per cluster per minute (all)"},
-		bench.ScenarioAgent:   {"executable flotilla-agent: size", "idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
+		bench.ScenarioThrottle: {"throttled: total", "throttled / unthrottled", "hub requests rejected (429)",
+			"hub Bundle reconciles failed and retried", "clusters that applied the change"},
+		bench.ScenarioIdle:  {"hub controllers: CPU", "all: memory per cluster", "API writes per cluster per minute (all)"},
+		bench.ScenarioAgent: {"executable flotilla-agent: size", "idle: resident memory", "idle: CPU", "delivery: peak resident memory"},
 	}
 	for _, r := range rep.Results {
 		names, ok := want[r.Scenario]
@@ -64,6 +66,16 @@ func TestBenchSmoke(t *testing.T) {
 	for _, r := range rep.Results {
 		if m, ok := r.Get("API writes per cluster (all)"); ok && r.Scenario == bench.ScenarioFanout && m.Value < 2 {
 			t.Errorf("fanout: %v API writes per cluster, want at least 2 (Work and its status)", m.Value)
+		}
+	}
+	// Throttling must really have happened: the API server rejected hub requests (the
+	// scenario itself fails unless every cluster still applied the change).
+	for _, r := range rep.Results {
+		if r.Scenario != bench.ScenarioThrottle {
+			continue
+		}
+		if m, _ := r.Get("hub requests rejected (429)"); m.Value < 1 {
+			t.Errorf("throttle: the API server rejected %v hub requests, want some", m.Value)
 		}
 	}
 	for s := range want {

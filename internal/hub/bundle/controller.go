@@ -56,7 +56,7 @@ type Reconciler struct {
 	stored  sync.Map // chunk names known to exist
 	plans   sync.Map // bundle UID -> *cachedPlan
 	charts  sync.Map // repository|chart|version -> helmEntry
-	written sync.Map // Work namespace/name -> writtenWork: what this hub last wrote
+	written sync.Map // Work namespace/name -> *writtenWork: what this hub last wrote, while the cache lags
 }
 
 // cachedPlan avoids re-rendering when only status changed.
@@ -263,6 +263,7 @@ func (r *Reconciler) deliver(ctx context.Context, b *flv1.Bundle, clusters []flv
 	existing := map[string]*flv1.Work{}
 	for i := range works {
 		existing[works[i].Labels[flv1.LabelCluster]] = &works[i]
+		r.forgetCaughtUp(&works[i])
 	}
 	// Each placed cluster's Work asks for the current revision, unless a rollout decides
 	// cluster by cluster.

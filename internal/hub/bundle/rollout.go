@@ -206,11 +206,11 @@ func (r *Reconciler) planRollout(ro *flv1.Rollout, placed []*flv1.MemberCluster,
 // cluster because it still sees this one on the old revision).
 func (r *Reconciler) asWritten(w *flv1.Work) *flv1.Work {
 	v, ok := r.written.Load(w.Namespace + "/" + w.Name)
-	if !ok || w.Generation >= v.(writtenWork).generation {
+	if !ok || w.Generation >= v.(*writtenWork).generation {
 		return w
 	}
 	out := w.DeepCopy()
-	out.Spec = v.(writtenWork).spec
+	out.Spec = v.(*writtenWork).spec
 	out.Spec.BreakGlass = w.Spec.BreakGlass
 	return out
 }
