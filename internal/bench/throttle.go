@@ -37,6 +37,10 @@ func (f *Fleet) throttleScenario(ctx context.Context) (Result, error) {
 	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
 		return Result{}, err
 	}
+	// The first delivery creates every Work: let it finish before the changes are timed.
+	if _, err := f.waitApplied(ctx, name); err != nil {
+		return Result{}, err
+	}
 	if _, _, err := f.change(ctx, name, "warm"); err != nil {
 		return Result{}, err
 	}
@@ -170,6 +174,30 @@ func (e *Env) throttleCounts(ctx context.Context) (throttleCounts, error) {
 	c.hub429 = counterSum(hubFams, "rest_client_requests_total", "code", "429")
 	c.failed = counterSum(hubFams, "controller_runtime_reconcile_errors_total", "controller", "bundle")
 	return c, nil
+}
+
+// hubThrottled starts counting the 429 answers the hub's client receives; the function it
+// returns says how many came since (-1 when the hub's metrics could not be read).
+func (e *Env) hubThrottled(ctx context.Context) func() float64 {
+	count := func() float64 {
+		text, err := e.hubMetricsText(ctx)
+		if err != nil {
+			return -1
+		}
+		fams, err := parseMetrics(text)
+		if err != nil {
+			return -1
+		}
+		return counterSum(fams, "rest_client_requests_total", "code", "429")
+	}
+	before := count()
+	return func() float64 {
+		after := count()
+		if before < 0 || after < 0 {
+			return -1
+		}
+		return after - before
+	}
 }
 
 // apiMetrics reads the API server's /metrics.

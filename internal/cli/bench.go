@@ -84,6 +84,7 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 	f.IntVar(&o.Runs, "runs", 3, "changes timed by fanout and rollout; the median run is reported")
 	f.DurationVar(&o.IdleFor, "idle-duration", time.Minute, "how long idle (and the agent at rest) is sampled")
 	f.IntVar(&o.BundlesPerCluster, "bundles-per-cluster", 10, "Bundles every cluster runs in the idle scenario")
+	f.BoolVar(&o.HubAsAdmin, "hub-as-admin", false, "run the hub as system:masters (no RBAC evaluation, exempt from priority and fairness) instead of as its ServiceAccount, to measure what those cost; not with the throttle scenario")
 	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "the simulated agents' heartbeat interval (the real agent's --heartbeat-interval)")
 	f.StringVar(&o.BinDir, "k8s-dir", testenv.DefaultBinDir(), "directory of the pinned Kubernetes binaries ($FLOTILLA_K8S_DIR)")
 	f.StringVar(&o.Dir, "keep-dir", "", "keep the private hub's data and logs (flotilla-hub.log, agents/) in this directory")
