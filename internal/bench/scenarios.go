@@ -156,17 +156,24 @@ func (f *Fleet) joinScenario(ctx context.Context) (Result, error) {
 	return r, nil
 }
 
+// warmBundle creates a bench Bundle on every cluster, waits for its first delivery (which
+// creates every Work) and makes one untimed change, so that the changes timed next update
+// Works the hub and the agents already know.
+func (f *Fleet) warmBundle(ctx context.Context, name string) error {
+	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
+		return err
+	}
+	if _, err := f.waitApplied(ctx, name); err != nil {
+		return err
+	}
+	_, _, err := f.change(ctx, name, "warm")
+	return err
+}
+
 // fanoutScenario times the physical limit, then one Bundle change reaching every cluster.
 func (f *Fleet) fanoutScenario(ctx context.Context, runs int) (Result, error) {
 	const name = "fanout"
-	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
-		return Result{}, err
-	}
-	// The first delivery creates every Work: let it finish before the changes are timed.
-	if _, err := f.waitApplied(ctx, name); err != nil {
-		return Result{}, err
-	}
-	if _, _, err := f.change(ctx, name, "warm"); err != nil {
+	if err := f.warmBundle(ctx, name); err != nil {
 		return Result{}, err
 	}
 	base, perWay, err := f.baseline(ctx, name)

@@ -34,14 +34,7 @@ const (
 // the change (the scenario fails otherwise).
 func (f *Fleet) throttleScenario(ctx context.Context) (Result, error) {
 	const name = "throttle"
-	if err := f.e.Client.Create(ctx, benchBundle(name, "0", nil)); err != nil {
-		return Result{}, err
-	}
-	// The first delivery creates every Work: let it finish before the changes are timed.
-	if _, err := f.waitApplied(ctx, name); err != nil {
-		return Result{}, err
-	}
-	if _, _, err := f.change(ctx, name, "warm"); err != nil {
+	if err := f.warmBundle(ctx, name); err != nil {
 		return Result{}, err
 	}
 	free, _, err := f.change(ctx, name, "unthrottled")
