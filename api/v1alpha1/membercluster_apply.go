@@ -8,8 +8,8 @@ import (
 
 // MemberClusterStatusApply builds a server-side-apply body for the status of a
 // MemberCluster that holds only the fields in status (a struct with the json names of
-// MemberClusterStatus). The hub and the agent each apply their own part this way, under
-// their own field manager, so neither overwrites the other's fields.
+// MemberClusterStatus). The hub applies status this way, so that it owns exactly the
+// fields it writes.
 func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructured, error) {
 	b, err := json.Marshal(status)
 	if err != nil {
@@ -22,6 +22,25 @@ func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructur
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": GroupVersion.String(), "kind": "MemberCluster",
 		"metadata": map[string]any{"name": name}, "status": m,
+	}}, nil
+}
+
+// MemberClusterReportApply builds the server-side-apply body of a cluster's
+// MemberClusterReport: named after the cluster, in its hub namespace, labelled with it.
+func MemberClusterReportApply(cluster string, facts ClusterFacts) (*unstructured.Unstructured, error) {
+	b, err := json.Marshal(facts)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": GroupVersion.String(), "kind": "MemberClusterReport",
+		"metadata": map[string]any{"name": cluster, "namespace": ClusterNamespace(cluster),
+			"labels": map[string]any{LabelCluster: cluster}},
+		"facts": m,
 	}}, nil
 }
 

@@ -111,7 +111,30 @@ type ResourceSummary struct {
 	Requested corev1.ResourceList `json:"requested,omitempty"`
 }
 
-// MemberClusterStatus is written by the hub (conditions) and by the cluster's agent (facts).
+// ClusterFacts are what a member's agent observes of its cluster. The agent writes them
+// into the MemberClusterReport in its own hub namespace; the hub copies them into the
+// MemberCluster's status.
+type ClusterFacts struct {
+	// KubernetesVersion of the member's API server.
+	// +optional
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Nodes of the member.
+	// +optional
+	Nodes *NodeSummary `json:"nodes,omitempty"`
+	// Resources of the member.
+	// +optional
+	Resources *ResourceSummary `json:"resources,omitempty"`
+	// AgentVersion is the version of the agent binary.
+	// +optional
+	AgentVersion string `json:"agentVersion,omitempty"`
+	// LastReportTime is when the agent last wrote these facts: when they changed, and at
+	// least every 10 minutes.
+	// +optional
+	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
+}
+
+// MemberClusterStatus is written by the hub only: its conditions, and the facts the
+// cluster's agent reports through its MemberClusterReport.
 type MemberClusterStatus struct {
 	// ObservedGeneration is the generation the hub last reconciled.
 	// +optional
@@ -124,22 +147,9 @@ type MemberClusterStatus struct {
 	// Namespace on the hub that holds this cluster's objects.
 	// +optional
 	Namespace string `json:"namespace,omitempty"`
-	// KubernetesVersion of the member's API server, as reported by its agent.
-	// +optional
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	// Nodes of the member, as reported by its agent.
-	// +optional
-	Nodes *NodeSummary `json:"nodes,omitempty"`
-	// Resources of the member, as reported by its agent.
-	// +optional
-	Resources *ResourceSummary `json:"resources,omitempty"`
-	// AgentVersion is the version of the agent binary.
-	// +optional
-	AgentVersion string `json:"agentVersion,omitempty"`
-	// LastReportTime is when the agent last wrote these facts: when they changed, and at
-	// least every 10 minutes.
-	// +optional
-	LastReportTime *metav1.Time `json:"lastReportTime,omitempty"`
+	// ClusterFacts are what the agent observed of its member, copied by the hub from the
+	// cluster's MemberClusterReport.
+	ClusterFacts `json:",inline"`
 	// LastHeartbeatTime is the renew time of the agent's heartbeat Lease, recorded by the
 	// hub when Ready changes and at least every 10 minutes (the Lease has the exact time).
 	// +optional

@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	listersv1 "k8s.io/client-go/listers/core/v1"
@@ -17,8 +16,6 @@ import (
 
 	flv1 "flotilla.dev/flotilla/api/v1alpha1"
 )
-
-var memberClustersGVR = schema.GroupVersionResource{Group: flv1.GroupVersion.Group, Version: flv1.GroupVersion.Version, Resource: "memberclusters"}
 
 // factSource reads the member's nodes and pods from shared informers.
 type factSource struct {
@@ -120,30 +117,21 @@ func (a *Agent) reportLoop(ctx context.Context, src *factSource) {
 	}
 }
 
-// agentStatus is the part of MemberCluster status the agent owns.
-type agentStatus struct {
-	KubernetesVersion string               `json:"kubernetesVersion,omitempty"`
-	Nodes             flv1.NodeSummary     `json:"nodes"`
-	Resources         flv1.ResourceSummary `json:"resources"`
-	AgentVersion      string               `json:"agentVersion,omitempty"`
-	LastReportTime    metav1.Time          `json:"lastReportTime"`
-}
-
 // reported is what the agent last wrote, and when.
 type reported struct {
-	status agentStatus
-	at     time.Time
+	facts flv1.ClusterFacts
+	at    time.Time
 }
 
-// needsWrite reports whether facts st read at now must be written: always on a node event
-// or the first time; on a periodic check only when they changed or the last write is
+// needsWrite reports whether facts read at now must be written: always on a node event or
+// the first time; on a periodic check only when they changed or the last write is
 // MaxReportAge old, so that an idle fleet's agents do not rewrite the same facts every minute.
-func needsWrite(last *reported, st agentStatus, periodic bool, now time.Time) bool {
+func needsWrite(last *reported, facts flv1.ClusterFacts, periodic bool, now time.Time) bool {
 	if !periodic || last.at.IsZero() || now.Sub(last.at) >= MaxReportAge {
 		return true
 	}
-	prev, cur := last.status, st
-	prev.LastReportTime, cur.LastReportTime = metav1.Time{}, metav1.Time{}
+	prev, cur := last.facts, facts
+	prev.LastReportTime, cur.LastReportTime = nil, nil
 	return !equality.Semantic.DeepEqual(prev, cur)
 }
 
@@ -156,19 +144,29 @@ func (a *Agent) reportOnce(ctx context.Context, dyn dynamic.Interface, src *fact
 	pods, _ := src.pods.List(labels.Everything())
 	ns, rs := summarize(nodes, pods)
 	now := time.Now()
-	st := agentStatus{KubernetesVersion: v.GitVersion, Nodes: ns, Resources: rs, AgentVersion: a.opts.Version,
-		LastReportTime: metav1.NewTime(now)}
-	if !needsWrite(last, st, periodic, now) {
+	facts := flv1.ClusterFacts{KubernetesVersion: v.GitVersion, Nodes: &ns, Resources: &rs, AgentVersion: a.opts.Version,
+		LastReportTime: &metav1.Time{Time: now}}
+	if !needsWrite(last, facts, periodic, now) {
 		return nil
 	}
-	u, err := flv1.MemberClusterStatusApply(a.Cluster(), st)
+	if err := WriteReport(ctx, dyn, a.Cluster(), facts); err != nil {
+		return err
+	}
+	*last = reported{facts: facts, at: now}
+	a.log.Debug("facts reported", "nodes", ns.Total, "ready", ns.Ready)
+	return nil
+}
+
+var reportsGVR = flv1.GroupVersion.WithResource("memberclusterreports")
+
+// WriteReport applies the cluster's MemberClusterReport in its hub namespace, creating it
+// the first time. The bench's simulated agents write their facts with it too.
+func WriteReport(ctx context.Context, dyn dynamic.Interface, cluster string, facts flv1.ClusterFacts) error {
+	u, err := flv1.MemberClusterReportApply(cluster, facts)
 	if err != nil {
 		return err
 	}
-	_, err = dyn.Resource(memberClustersGVR).Apply(ctx, a.Cluster(), u, metav1.ApplyOptions{FieldManager: FieldOwner, Force: true}, "status")
-	if err == nil {
-		*last = reported{status: st, at: now}
-		a.log.Debug("facts reported", "nodes", ns.Total, "ready", ns.Ready)
-	}
+	_, err = dyn.Resource(reportsGVR).Namespace(namespace(cluster)).Apply(ctx, cluster, u,
+		metav1.ApplyOptions{FieldManager: FieldOwner, Force: true})
 	return err
 }

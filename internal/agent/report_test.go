@@ -12,14 +12,14 @@ import (
 
 func TestNeedsWrite(t *testing.T) {
 	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
-	facts := func(ready int32, at time.Time) agentStatus {
-		return agentStatus{KubernetesVersion: "v1.37.2", Nodes: flv1.NodeSummary{Total: 3, Ready: ready}, LastReportTime: metav1.NewTime(at)}
+	facts := func(ready int32, at time.Time) flv1.ClusterFacts {
+		return flv1.ClusterFacts{KubernetesVersion: "v1.37.2", Nodes: &flv1.NodeSummary{Total: 3, Ready: ready}, LastReportTime: &metav1.Time{Time: at}}
 	}
-	written := &reported{status: facts(3, now.Add(-time.Minute)), at: now.Add(-time.Minute)}
+	written := &reported{facts: facts(3, now.Add(-time.Minute)), at: now.Add(-time.Minute)}
 	tests := []struct {
 		name     string
 		last     *reported
-		st       agentStatus
+		st       flv1.ClusterFacts
 		periodic bool
 		want     bool
 	}{
@@ -27,8 +27,8 @@ func TestNeedsWrite(t *testing.T) {
 		{"node event: written even if unchanged", written, facts(3, now), false, true},
 		{"periodic, unchanged: skipped (only the time differs)", written, facts(3, now), true, false},
 		{"periodic, a node became unready", written, facts(2, now), true, true},
-		{"periodic, unchanged but the last write is MaxReportAge old", &reported{status: facts(3, now), at: now.Add(-MaxReportAge)}, facts(3, now), true, true},
-		{"periodic, unchanged, just under MaxReportAge", &reported{status: facts(3, now), at: now.Add(-MaxReportAge + time.Second)}, facts(3, now), true, false},
+		{"periodic, unchanged but the last write is MaxReportAge old", &reported{facts: facts(3, now), at: now.Add(-MaxReportAge)}, facts(3, now), true, true},
+		{"periodic, unchanged, just under MaxReportAge", &reported{facts: facts(3, now), at: now.Add(-MaxReportAge + time.Second)}, facts(3, now), true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,6 +47,10 @@ type Options struct {
 	// RBAC evaluation, exempt from priority and fairness) instead of as its ServiceAccount,
 	// to measure what those cost. The throttle scenario needs the ServiceAccount.
 	HubAsAdmin bool
+	// AgentsAsAdmin makes the simulated agents write with the admin credentials instead of
+	// as their own ServiceAccounts, to measure what authentication, RBAC and priority and
+	// fairness cost for agents' requests.
+	AgentsAsAdmin bool
 }
 
 // Env is a running hub: its API server and etcd, and the hub controllers as a process.

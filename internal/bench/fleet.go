@@ -43,6 +43,8 @@ type Fleet struct {
 	delivered map[string]map[string]time.Time
 
 	works chan *flv1.Work
+	// agents: each cluster namespace's simulated agent, once it has credentials.
+	agents map[string]*simAgent
 	// heartbeatEvery is the simulated agents' heartbeat interval.
 	heartbeatEvery time.Duration
 }
@@ -55,7 +57,7 @@ var regions = []string{"eu", "us", "ap"}
 
 func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) (*Fleet, error) {
 	f := &Fleet{e: e, N: n, joined: map[string]time.Time{}, applied: map[string]map[string]time.Time{},
-		delivered: map[string]map[string]time.Time{}, works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
+		delivered: map[string]map[string]time.Time{}, agents: map[string]*simAgent{}, works: make(chan *flv1.Work, 16*n), heartbeatEvery: heartbeatEvery}
 	hasCluster, _ := labels.NewRequirement(flv1.LabelCluster, selection.Exists, nil)
 	cc, err := ctrlcache.New(e.Config, ctrlcache.Options{Scheme: hub.Scheme(), ByObject: map[client.Object]ctrlcache.ByObject{
 		&corev1.Namespace{}: {Label: labels.NewSelector().Add(*hasCluster)},
@@ -115,11 +117,7 @@ func newFleet(ctx context.Context, e *Env, n int, heartbeatEvery time.Duration) 
 				case <-ctx.Done():
 					return
 				case w := <-f.works:
-					// As the agent writes it (deliver.StatusPatch).
-					if patch, err := agentdeliver.StatusPatch(simulatedWorkStatus(w)); err == nil {
-						_ = e.Client.Status().Patch(ctx, &flv1.Work{ObjectMeta: metav1.ObjectMeta{Name: w.Name, Namespace: w.Namespace}},
-							patch, client.FieldOwner(agent.FieldOwner))
-					}
+					f.writeWorkStatus(ctx, w)
 				}
 			}
 		}()
@@ -204,14 +202,39 @@ func (f *Fleet) since(m map[string]time.Time, start time.Time) []time.Duration {
 	return out
 }
 
-// report writes the facts an agent reports; a simulated cluster's never change.
-func (f *Fleet) report(ctx context.Context, cluster string) error {
-	u, err := flv1.MemberClusterStatusApply(cluster, map[string]any{"kubernetesVersion": "v1.37.2-simulated",
-		"nodes": map[string]any{"total": 3, "ready": 3}, "lastReportTime": metav1.Now()})
-	if err != nil {
-		return err
+// writeWorkStatus writes the status of w as its agent does (deliver.StatusPatch). A Work
+// that arrives before its agent has credentials waits for them.
+func (f *Fleet) writeWorkStatus(ctx context.Context, w *flv1.Work) {
+	f.mu.Lock()
+	a := f.agents[w.Namespace]
+	f.mu.Unlock()
+	if a == nil {
+		time.AfterFunc(100*time.Millisecond, func() {
+			select {
+			case f.works <- w:
+			case <-ctx.Done():
+			}
+		})
+		return
 	}
-	return f.e.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(agent.FieldOwner), client.ForceOwnership)
+	patch, err := agentdeliver.StatusPatch(simulatedWorkStatus(w))
+	if err != nil {
+		return
+	}
+	data, err := patch.Data(nil)
+	if err != nil {
+		return
+	}
+	_, _ = a.dyn.Resource(worksGVR).Namespace(w.Namespace).Patch(ctx, w.Name, patch.Type(), data,
+		metav1.PatchOptions{FieldManager: agent.FieldOwner}, "status")
+}
+
+var worksGVR = flv1.GroupVersion.WithResource("works")
+
+// simulatedFacts are what a simulated agent reports; they never change.
+func simulatedFacts() flv1.ClusterFacts {
+	return flv1.ClusterFacts{KubernetesVersion: "v1.37.2-simulated", Nodes: &flv1.NodeSummary{Total: 3, Ready: 3},
+		AgentVersion: "simulated", LastReportTime: &metav1.Time{Time: time.Now()}}
 }
 
 // agentLoop is one simulated agent's periodic writes, as the real agent makes them: its
@@ -219,8 +242,17 @@ func (f *Fleet) report(ctx context.Context, cluster string) error {
 // agent's); its facts at once and, as they never change, every agent.MaxReportAge. A failed
 // heartbeat is retried after a second.
 func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
-	hb := &agent.LeaseRenewer{Leases: f.e.Clientset.CoordinationV1().Leases(flv1.ClusterNamespace(cluster)), Cluster: cluster,
-		Identity: "simulated", Interval: f.heartbeatEvery}
+	a, err := f.newSimAgent(ctx, cluster)
+	if err != nil {
+		if ctx.Err() == nil {
+			f.e.logf("simulated agent of %s: %v", cluster, err)
+		}
+		return
+	}
+	f.mu.Lock()
+	f.agents[flv1.ClusterNamespace(cluster)] = a
+	f.mu.Unlock()
+	hb := &agent.LeaseRenewer{Leases: a.leases, Cluster: cluster, Identity: "simulated", Interval: f.heartbeatEvery}
 	nextReport := time.Now()
 	for {
 		wait := f.heartbeatEvery
@@ -228,7 +260,7 @@ func (f *Fleet) agentLoop(ctx context.Context, cluster string) {
 			wait = time.Second
 		}
 		if now := time.Now(); !now.Before(nextReport) {
-			if err := f.report(ctx, cluster); err == nil {
+			if err := agent.WriteReport(ctx, a.dyn, cluster, simulatedFacts()); err == nil {
 				nextReport = now.Add(agent.MaxReportAge)
 			}
 		}

@@ -23,8 +23,9 @@ func newBenchCmd() *cobra.Command {
 		Long: `Start a private hub on this machine (kube-apiserver and etcd from the pinned Kubernetes
 binaries, "make k8s-bin", and this binary's "flotilla hub"), join N simulated agents and
 measure. A simulated agent does on the hub exactly what a real agent does (heartbeat Lease,
-fact reports, Work status after applying) but its member side is in memory; every figure
-that involves them says "simulated". Nothing outside the private hub is touched.
+fact report, Work status after applying), as its own ServiceAccount, but its member side is
+in memory; every figure that involves them says "simulated". Nothing outside the private hub
+is touched.
 
 Scenarios (default: all of them, in this order; join runs whenever a fleet is needed):
   join     N agents join at once: time until each cluster is Ready (p50, p99, total)
@@ -85,6 +86,7 @@ judge. docs/performance.md has the figures of this machine and how they were mad
 	f.DurationVar(&o.IdleFor, "idle-duration", time.Minute, "how long idle (and the agent at rest) is sampled")
 	f.IntVar(&o.BundlesPerCluster, "bundles-per-cluster", 10, "Bundles every cluster runs in the idle scenario")
 	f.BoolVar(&o.HubAsAdmin, "hub-as-admin", false, "run the hub as system:masters (no RBAC evaluation, exempt from priority and fairness) instead of as its ServiceAccount, to measure what those cost; not with the throttle scenario")
+	f.BoolVar(&o.AgentsAsAdmin, "agents-as-admin", false, "let the simulated agents write with the admin credentials instead of as their own ServiceAccounts (tokens issued by the hub API server), to measure what authentication, RBAC and priority and fairness cost for agents")
 	f.DurationVar(&o.HeartbeatInterval, "heartbeat-interval", agent.DefaultHeartbeatInterval, "the simulated agents' heartbeat interval (the real agent's --heartbeat-interval)")
 	f.StringVar(&o.BinDir, "k8s-dir", testenv.DefaultBinDir(), "directory of the pinned Kubernetes binaries ($FLOTILLA_K8S_DIR)")
 	f.StringVar(&o.Dir, "keep-dir", "", "keep the private hub's data and logs (flotilla-hub.log, agents/) in this directory")

@@ -37,12 +37,14 @@ func TestPrintClusterTable(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "prod-eu-1", Labels: map[string]string{"env": "prod"}},
 		Spec:       flv1.MemberClusterSpec{Owner: "payments"},
 		Status: flv1.MemberClusterStatus{
-			Conditions:        []metav1.Condition{{Type: flv1.ConditionReady, Status: metav1.ConditionFalse, Reason: flv1.ReasonUnreachable, Message: "no heartbeat"}},
-			KubernetesVersion: "v1.37.2",
-			Nodes:             &flv1.NodeSummary{Total: 3, Ready: 2},
-			Resources: &flv1.ResourceSummary{
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("48"), corev1.ResourceMemory: resource.MustParse("192Gi")},
-				Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+			Conditions: []metav1.Condition{{Type: flv1.ConditionReady, Status: metav1.ConditionFalse, Reason: flv1.ReasonUnreachable, Message: "no heartbeat"}},
+			ClusterFacts: flv1.ClusterFacts{
+				KubernetesVersion: "v1.37.2",
+				Nodes:             &flv1.NodeSummary{Total: 3, Ready: 2},
+				Resources: &flv1.ResourceSummary{
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("48"), corev1.ResourceMemory: resource.MustParse("192Gi")},
+					Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1500m"), corev1.ResourceMemory: resource.MustParse("2Gi")},
+				},
 			},
 		},
 	}

@@ -153,6 +153,15 @@ func Run(ctx context.Context, o Options) error {
 	if err := (&membercluster.Reconciler{Client: mgr.GetClient(), HeartbeatGrace: o.HeartbeatGrace}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	// Once per leadership: an upgrade from a hub that granted each agent a ClusterRole.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := membercluster.DeleteLegacyClusterRoles(ctx, mgr.GetClient()); err != nil {
+			ctrl.Log.WithName("hub").Error(err, "per-cluster ClusterRoles of an earlier hub left in place; delete them by hand: kubectl delete clusterrolebindings,clusterroles -l app.kubernetes.io/managed-by=flotilla,"+flv1.LabelCluster)
+		}
+		return nil
+	})); err != nil {
+		return err
+	}
 	if o.GitCacheDir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {

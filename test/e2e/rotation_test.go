@@ -38,7 +38,7 @@ func TestAgentRotatesItsToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Name: m.Name}, &flv1.MemberCluster{}); err != nil {
+	if err := c.Get(ctx, ownReport(m.Name), &flv1.MemberClusterReport{}); err != nil {
 		t.Fatalf("the rotated token does not work on the hub: %v", err)
 	}
 	// Heartbeats go on after the rotation.

@@ -34,7 +34,7 @@ func TestUnjoinRevokesCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, types.NamespacedName{Name: name}, &flv1.MemberCluster{}); err != nil {
+	if err := c.Get(ctx, ownReport(name), &flv1.MemberClusterReport{}); err != nil {
 		t.Fatalf("token does not work before unjoin: %v", err)
 	}
 
@@ -45,13 +45,13 @@ func TestUnjoinRevokesCredentials(t *testing.T) {
 
 	// At once the token may do nothing (its bindings are gone); within the API server's
 	// token-validation caching it is rejected outright.
-	err = c.Get(ctx, types.NamespacedName{Name: name}, &flv1.MemberCluster{})
+	err = c.Get(ctx, ownReport(name), &flv1.MemberClusterReport{})
 	if !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err) {
 		t.Fatalf("old token right after unjoin: want 401 or 403, got %v", err)
 	}
 	unjoined := time.Now()
 	eventually(t, 30*time.Second, "old token rejected with 401", func() error {
-		err := c.Get(ctx, types.NamespacedName{Name: name}, &flv1.MemberCluster{})
+		err := c.Get(ctx, ownReport(name), &flv1.MemberClusterReport{})
 		if !apierrors.IsUnauthorized(err) {
 			return fmt.Errorf("got %v", err)
 		}

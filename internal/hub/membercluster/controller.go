@@ -71,7 +71,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range provisionedKinds() {
 		b = b.Watches(o, toCluster, builder.WithPredicates(deletedPredicate()))
 	}
-	return b.Watches(&coordinationv1.Lease{}, toCluster).Complete(r)
+	return b.Watches(&coordinationv1.Lease{}, toCluster).
+		Watches(&flv1.MemberClusterReport{}, handler.EnqueueRequestsFromMapFunc(reportToCluster)).
+		Complete(r)
 }
 
 // provisionedKinds are the kinds provision creates for each cluster. The hub only checks
@@ -79,16 +81,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // were about 7 KB of the hub's heap per cluster (`flotilla bench idle --profile-dir`).
 func provisionedKinds() []client.Object {
 	return []client.Object{metadataOf(gvkNamespace), metadataOf(gvkServiceAccount), metadataOf(gvkRole),
-		metadataOf(gvkRoleBinding), metadataOf(gvkClusterRole), metadataOf(gvkClusterRoleBinding)}
+		metadataOf(gvkRoleBinding)}
 }
 
 var (
-	gvkNamespace          = corev1.SchemeGroupVersion.WithKind("Namespace")
-	gvkServiceAccount     = corev1.SchemeGroupVersion.WithKind("ServiceAccount")
-	gvkRole               = rbacv1.SchemeGroupVersion.WithKind("Role")
-	gvkRoleBinding        = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
-	gvkClusterRole        = rbacv1.SchemeGroupVersion.WithKind("ClusterRole")
-	gvkClusterRoleBinding = rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding")
+	gvkNamespace      = corev1.SchemeGroupVersion.WithKind("Namespace")
+	gvkServiceAccount = corev1.SchemeGroupVersion.WithKind("ServiceAccount")
+	gvkRole           = rbacv1.SchemeGroupVersion.WithKind("Role")
+	gvkRoleBinding    = rbacv1.SchemeGroupVersion.WithKind("RoleBinding")
 )
 
 // metadataOf is an object of kind gvk of which the cache holds only the metadata.
@@ -98,8 +98,10 @@ func metadataOf(gvk schema.GroupVersionKind) *metav1.PartialObjectMetadata {
 	return m
 }
 
-// CachedObjects lists the kinds this controller reads from the cache, all restricted to
-// objects labelled with flotilla.dev/cluster, so the hub never caches the whole hub.
+// CachedObjects lists the kinds this controller reads from the cache that the hub caches
+// only when labelled with flotilla.dev/cluster, so that it never caches the whole hub.
+// (MemberClusterReports are cached whatever their labels: they exist only in cluster
+// namespaces, and an agent's report is never ignored for a missing label.)
 func CachedObjects() []client.Object {
 	return append(provisionedKinds(), &coordinationv1.Lease{})
 }
@@ -139,6 +141,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		mc.Status.Namespace = flv1.ClusterNamespace(mc.Name)
+		if err := r.copyReport(ctx, mc); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	setJoinedCondition(mc, provisionErr, hb)
 	next := setReadyCondition(mc, hb, r.now(), r.HeartbeatGrace)
@@ -195,7 +200,7 @@ func (r *Reconciler) provision(ctx context.Context, mc *flv1.MemberCluster) erro
 	opts := []client.ApplyOption{client.FieldOwner(FieldOwner), client.ForceOwnership}
 	for _, ac := range []runtime.ApplyConfiguration{
 		desiredNamespace(mc), desiredServiceAccount(mc), desiredRole(mc), desiredRoleBinding(mc),
-		desiredClusterRole(mc), desiredClusterRoleBinding(mc), desiredContentRoleBinding(mc),
+		desiredContentRoleBinding(mc),
 	} {
 		if err := r.Client.Apply(ctx, ac, opts...); err != nil {
 			return err
@@ -216,9 +221,7 @@ func (r *Reconciler) provisioned(ctx context.Context, mc *flv1.MemberCluster) bo
 		{types.NamespacedName{Namespace: ns, Name: flv1.AgentServiceAccount}, gvkServiceAccount},
 		{types.NamespacedName{Namespace: ns, Name: AgentRoleName}, gvkRole},
 		{types.NamespacedName{Namespace: ns, Name: AgentRoleName}, gvkRoleBinding},
-		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, gvkClusterRole},
-		{types.NamespacedName{Name: ClusterRoleName(mc.Name)}, gvkClusterRoleBinding},
-		{types.NamespacedName{Namespace: flv1.ContentNamespace, Name: ClusterRoleName(mc.Name)}, gvkRoleBinding},
+		{types.NamespacedName{Namespace: flv1.ContentNamespace, Name: ContentRoleBindingName(mc.Name)}, gvkRoleBinding},
 	} {
 		obj := metadataOf(o.gvk)
 		if err := r.Client.Get(ctx, o.key, obj); err != nil || !obj.GetDeletionTimestamp().IsZero() {
@@ -239,9 +242,10 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *flv1.MemberCluster) error 
 	var errs []error
 	for _, o := range []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: flv1.AgentServiceAccount}},
-		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
-		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: ClusterRoleName(mc.Name)}},
-		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: flv1.ContentNamespace, Name: ClusterRoleName(mc.Name)}},
+		// The bindings go at once too: a token the API server validated a moment ago may be
+		// cached for a few seconds, and the namespace's own objects go only when it terminates.
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: AgentRoleName}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: flv1.ContentNamespace, Name: ContentRoleBindingName(mc.Name)}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
 	} {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
@@ -256,14 +260,14 @@ func (r *Reconciler) cleanup(ctx context.Context, mc *flv1.MemberCluster) error 
 	return client.IgnoreNotFound(r.Client.Patch(ctx, mc, patch))
 }
 
-// hubStatus is the part of MemberCluster status the hub owns; the agent owns the facts.
-// Applying only these fields with our own field manager lets both write status without
-// overwriting each other.
+// hubStatus is the MemberCluster status the hub applies: all of it. (Agents before the
+// MemberClusterReport wrote the facts themselves; ForceOwnership takes those fields over.)
 type hubStatus struct {
 	ObservedGeneration int64              `json:"observedGeneration"`
 	Conditions         []metav1.Condition `json:"conditions"`
 	Namespace          string             `json:"namespace,omitempty"`
 	LastHeartbeatTime  *metav1.Time       `json:"lastHeartbeatTime,omitempty"`
+	flv1.ClusterFacts  `json:",inline"`
 }
 
 func (r *Reconciler) applyStatus(ctx context.Context, mc *flv1.MemberCluster) error {
@@ -273,7 +277,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, mc *flv1.MemberCluster) er
 			conds = append(conds, c)
 		}
 	}
-	u, err := flv1.MemberClusterStatusApply(mc.Name, hubStatus{mc.Status.ObservedGeneration, conds, mc.Status.Namespace, mc.Status.LastHeartbeatTime})
+	u, err := flv1.MemberClusterStatusApply(mc.Name, hubStatus{mc.Status.ObservedGeneration, conds, mc.Status.Namespace, mc.Status.LastHeartbeatTime, mc.Status.ClusterFacts})
 	if err != nil {
 		return err
 	}

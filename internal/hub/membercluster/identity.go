@@ -9,14 +9,17 @@ import (
 )
 
 // The agent's identity on the hub, least privilege:
-//   - in its own namespace cluster-<name>: its heartbeat Lease, Events, its Works (read, and
-//     their status), and a new token for its own ServiceAccount (rotation); no Secrets;
-//   - in flotilla-content: get (never list) content chunks, by names only its Works reveal;
-//   - cluster-wide: only its own MemberCluster and that object's status, by resourceNames.
-// Nothing else: not another cluster's namespace, not any Secret, not the other MemberClusters.
+//   - in its own namespace cluster-<name>: its heartbeat Lease, its MemberClusterReport,
+//     Events, its Works (read, and their status), and a new token for its own
+//     ServiceAccount (rotation); no Secrets;
+//   - in flotilla-content: get (never list) content chunks, by names only its Works reveal.
+// Nothing else: nothing cluster-scoped (not even its own MemberCluster: the hub copies the
+// report into it), not another cluster's namespace, not any Secret. Only namespaced grants
+// also keep the hub's API server fast: its RBAC authorizer scans every ClusterRoleBinding
+// on every request, so one per cluster made each request cost O(fleet size).
 
-// ClusterRoleName is the per-cluster ClusterRole granting access to its own MemberCluster.
-func ClusterRoleName(cluster string) string { return "flotilla-agent-" + cluster }
+// ContentRoleBindingName is the cluster's RoleBinding in the content namespace.
+func ContentRoleBindingName(cluster string) string { return "flotilla-agent-" + cluster }
 
 // AgentRoleName is the Role of the agent in its hub namespace.
 const AgentRoleName = "flotilla-agent"
@@ -57,6 +60,12 @@ func desiredRole(mc *flv1.MemberCluster) *rbacv1ac.RoleApplyConfiguration {
 				WithVerbs("get", "list", "watch"),
 			rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("works/status").
 				WithVerbs("get", "update", "patch"),
+			// Create cannot be limited by name; get, update and patch can. The hub reads only
+			// the report named after the cluster.
+			rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("memberclusterreports").
+				WithVerbs("create"),
+			rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("memberclusterreports").
+				WithResourceNames(mc.Name).WithVerbs("get", "update", "patch"),
 			rbacv1ac.PolicyRule().WithAPIGroups("").WithResources("serviceaccounts/token").
 				WithResourceNames(flv1.AgentServiceAccount).WithVerbs("create"),
 		)
@@ -66,24 +75,6 @@ func desiredRoleBinding(mc *flv1.MemberCluster) *rbacv1ac.RoleBindingApplyConfig
 	return rbacv1ac.RoleBinding(AgentRoleName, flv1.ClusterNamespace(mc.Name)).
 		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(AgentRoleName)).
-		WithSubjects(agentSubject(mc))
-}
-
-func desiredClusterRole(mc *flv1.MemberCluster) *rbacv1ac.ClusterRoleApplyConfiguration {
-	return rbacv1ac.ClusterRole(ClusterRoleName(mc.Name)).
-		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
-		WithRules(
-			rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("memberclusters").
-				WithResourceNames(mc.Name).WithVerbs("get", "list", "watch"),
-			rbacv1ac.PolicyRule().WithAPIGroups(flv1.GroupVersion.Group).WithResources("memberclusters/status").
-				WithResourceNames(mc.Name).WithVerbs("get", "update", "patch"),
-		)
-}
-
-func desiredClusterRoleBinding(mc *flv1.MemberCluster) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
-	return rbacv1ac.ClusterRoleBinding(ClusterRoleName(mc.Name)).
-		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
-		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("ClusterRole").WithName(ClusterRoleName(mc.Name))).
 		WithSubjects(agentSubject(mc))
 }
 
@@ -100,7 +91,7 @@ func DesiredContentReaderRole() *rbacv1ac.RoleApplyConfiguration {
 }
 
 func desiredContentRoleBinding(mc *flv1.MemberCluster) *rbacv1ac.RoleBindingApplyConfiguration {
-	return rbacv1ac.RoleBinding(ClusterRoleName(mc.Name), flv1.ContentNamespace).
+	return rbacv1ac.RoleBinding(ContentRoleBindingName(mc.Name), flv1.ContentNamespace).
 		WithLabels(labels(mc)).WithOwnerReferences(ownerRef(mc)).
 		WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup("rbac.authorization.k8s.io").WithKind("Role").WithName(ContentReaderRole)).
 		WithSubjects(agentSubject(mc))
