@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -65,4 +66,44 @@ func TestStoppedAgentBecomesUnreachable(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestPausedAgentReadyAgain freezes one agent's process past the grace period and thaws it:
+// the same agent (same Lease holder) renews late. Renewals on time are filtered out before
+// they reach the hub's queue; a late one must not be (renewalMatters), and the hub's re-check
+// of an Unreachable cluster every interval is the backstop.
+func TestPausedAgentReadyAgain(t *testing.T) {
+	name := ensureJoined(t, 1)
+	la, err := join.LoadLocalAgent(stateDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(la.Pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	thawed := false
+	thaw := func() {
+		if !thawed {
+			thawed = true
+			_ = syscall.Kill(la.Pid, syscall.SIGCONT)
+		}
+	}
+	defer thaw()
+	const grace = 5 * heartbeatInterval
+	eventually(t, grace+heartbeatInterval+3*time.Second, "Ready=False/Unreachable while frozen", func() error {
+		if c := readyCondition(t, name); c.Status != metav1.ConditionFalse || c.Reason != flv1.ReasonUnreachable {
+			return fmt.Errorf("ready=%s reason=%s", c.Status, c.Reason)
+		}
+		return nil
+	})
+	thaw()
+	thawedAt := time.Now()
+	// The agent's next heartbeat is due at once (its sleep ran out while frozen).
+	eventually(t, 5*time.Second, "Ready=True after thawing", func() error {
+		if c := readyCondition(t, name); c.Status != metav1.ConditionTrue {
+			return fmt.Errorf("ready=%s reason=%s", c.Status, c.Reason)
+		}
+		return nil
+	})
+	t.Logf("Ready again %s after the agent was thawed", time.Since(thawedAt).Round(10*time.Millisecond))
 }

@@ -74,8 +74,18 @@ func setJoinedCondition(mc *flv1.MemberCluster, provisionErr error, hb heartbeat
 	meta.SetStatusCondition(&mc.Status.Conditions, c)
 }
 
-// setReadyCondition sets Ready from the heartbeat's age and returns when the verdict would
-// next change by the passage of time alone (0: never), so the caller can requeue then.
+// unreachableRecheck is how often an Unreachable cluster's Lease is looked at again without
+// an event: its declared interval, or 10 s.
+func unreachableRecheck(hb heartbeat) time.Duration {
+	if hb.interval > 0 {
+		return hb.interval
+	}
+	return 10 * time.Second
+}
+
+// setReadyCondition sets Ready from the heartbeat's age and returns when to look again (0:
+// only on an event): just after a fresh heartbeat would go stale, or, when Unreachable,
+// every heartbeat interval.
 func setReadyCondition(mc *flv1.MemberCluster, hb heartbeat, now time.Time, configuredGrace time.Duration) time.Duration {
 	c := metav1.Condition{Type: flv1.ConditionReady, ObservedGeneration: mc.Generation}
 	var next time.Duration
@@ -94,6 +104,9 @@ func setReadyCondition(mc *flv1.MemberCluster, hb heartbeat, now time.Time, conf
 		} else {
 			c.Status, c.Reason = metav1.ConditionFalse, flv1.ReasonUnreachable
 			c.Message = fmt.Sprintf("no heartbeat from the agent since %s (grace %s)", hb.renewed.UTC().Format(time.RFC3339), g)
+			// Renewals on time are filtered out before they reach the queue (leaseEvents):
+			// should the cache have shown this one late, look again every interval.
+			next = unreachableRecheck(hb)
 		}
 	}
 	meta.SetStatusCondition(&mc.Status.Conditions, c)

@@ -71,7 +71,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	for _, o := range provisionedKinds() {
 		b = b.Watches(o, toCluster, builder.WithPredicates(deletedPredicate()))
 	}
-	return b.Watches(&coordinationv1.Lease{}, toCluster).
+	return b.Watches(&coordinationv1.Lease{}, toCluster, builder.WithPredicates(leaseEvents(r.HeartbeatGrace))).
 		Watches(&flv1.MemberClusterReport{}, handler.EnqueueRequestsFromMapFunc(reportToCluster)).
 		Complete(r)
 }
