@@ -11,12 +11,8 @@ import (
 // MemberClusterStatus). The hub applies status this way, so that it owns exactly the
 // fields it writes.
 func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructured, error) {
-	b, err := json.Marshal(status)
+	m, err := jsonObject(status)
 	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -28,12 +24,8 @@ func MemberClusterStatusApply(name string, status any) (*unstructured.Unstructur
 // MemberClusterReportApply builds the server-side-apply body of a cluster's
 // MemberClusterReport: named after the cluster, in its hub namespace, labelled with it.
 func MemberClusterReportApply(cluster string, facts ClusterFacts) (*unstructured.Unstructured, error) {
-	b, err := json.Marshal(facts)
+	m, err := jsonObject(facts)
 	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, err
 	}
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -42,6 +34,16 @@ func MemberClusterReportApply(cluster string, facts ClusterFacts) (*unstructured
 			"labels": map[string]any{LabelCluster: cluster}},
 		"facts": m,
 	}}, nil
+}
+
+// jsonObject is v as a JSON object, with only the fields v's JSON encoding writes.
+func jsonObject(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	return m, json.Unmarshal(b, &m)
 }
 
 // IsReady reports whether the cluster's Ready condition is True (a fresh heartbeat).

@@ -1,7 +1,7 @@
 // Package agent is the member-side half of Flotilla. One agent runs per member cluster. It
 // needs only outbound access to the hub, where it acts as its cluster's ServiceAccount: it
 // renews a heartbeat Lease in its hub namespace, reports the cluster's facts (version, nodes,
-// capacity, requests) into its MemberCluster's status, rotates its own hub token, and
+// capacity, requests) into a MemberClusterReport there, rotates its own hub token, and
 // delivers its Works (package deliver).
 package agent
 

@@ -29,8 +29,9 @@ func New() *cobra.Command {
 flotilla-system/flotilla-hub on the member (written by "flotilla join"), then:
   - renews its heartbeat Lease in its hub namespace cluster-<name>;
   - reports the member's Kubernetes version, nodes, capacity, allocatable and pod requests
-    into its MemberCluster's status within a second of a node change, and when a periodic
-    check finds them changed (unchanged facts are rewritten every 10 minutes);
+    into its MemberClusterReport in cluster-<name> (the hub copies them into the
+    MemberCluster's status) within a second of a node change, and when a periodic check
+    finds them changed (unchanged facts are rewritten every 10 minutes);
   - rotates its hub token before it expires and stores the new one in the Secret.
 When the hub is unreachable it keeps retrying with backoff and says so in its log.`,
 		Args: cobra.NoArgs,

@@ -22,6 +22,9 @@ const (
 	throttleLevel   = "flotilla-bench-throttled"
 	throttleBallast = "flotilla-bench-ballast" // no flow: it only shrinks every level's share
 	throttleSchema  = "flotilla-bench-hub"
+	// agentsSchema sends the simulated agents to the exempt level while the hub is throttled:
+	// the ballast shrinks every limited level, theirs too, and the scenario measures the hub.
+	agentsSchema = "flotilla-bench-agents"
 	// ballastShares makes the throttled level's one share worth a single seat of the API
 	// server's 600 (ceil(600 × 1 / (10,000 + the built-in levels' 245))).
 	ballastShares = 10000
@@ -111,6 +114,18 @@ func (e *Env) throttleHub(ctx context.Context) error {
 	if _, err := fc.FlowSchemas().Create(ctx, fs, metav1.CreateOptions{}); err != nil {
 		return err
 	}
+	agents := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: agentsSchema}, Spec: flowcontrolv1.FlowSchemaSpec{
+		PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: flowcontrolv1.PriorityLevelConfigurationNameExempt},
+		MatchingPrecedence:         200, // after the hub's
+		Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+			Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindGroup,
+				Group: &flowcontrolv1.GroupSubject{Name: "system:serviceaccounts"}}},
+			ResourceRules: []flowcontrolv1.ResourcePolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"},
+				ClusterScope: true, Namespaces: []string{"*"}}},
+		}}}}
+	if _, err := fc.FlowSchemas().Create(ctx, agents, metav1.CreateOptions{}); err != nil {
+		return err
+	}
 	// The API server publishes a level's seats once its configuration took effect.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -135,6 +150,7 @@ func (e *Env) throttleHub(ctx context.Context) error {
 func (e *Env) unthrottleHub(ctx context.Context) error {
 	fc := e.Clientset.FlowcontrolV1()
 	errs := []error{fc.FlowSchemas().Delete(ctx, throttleSchema, metav1.DeleteOptions{}),
+		fc.FlowSchemas().Delete(ctx, agentsSchema, metav1.DeleteOptions{}),
 		fc.PriorityLevelConfigurations().Delete(ctx, throttleLevel, metav1.DeleteOptions{}),
 		fc.PriorityLevelConfigurations().Delete(ctx, throttleBallast, metav1.DeleteOptions{})}
 	for _, err := range errs {
