@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"sort"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // hubTiming is what the hub's controllers spent so far, per controller, from
@@ -25,6 +27,15 @@ func (e *Env) hubTiming(ctx context.Context) (hubTiming, error) {
 		return nil, err
 	}
 	return parseHubTiming(text)
+}
+
+// hubMetrics is the hub's /metrics, parsed.
+func (e *Env) hubMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	text, err := e.hubMetricsText(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parseMetrics(text)
 }
 
 // hubMetricsText is the hub's /metrics.

@@ -172,11 +172,7 @@ func (e *Env) throttleCounts(ctx context.Context) (throttleCounts, error) {
 		return c, err
 	}
 	c.rejected = counterSum(api, "apiserver_flowcontrol_rejected_requests_total", "priority_level", throttleLevel)
-	text, err := e.hubMetricsText(ctx)
-	if err != nil {
-		return c, err
-	}
-	hubFams, err := parseMetrics(text)
+	hubFams, err := e.hubMetrics(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -189,11 +185,7 @@ func (e *Env) throttleCounts(ctx context.Context) (throttleCounts, error) {
 // returns says how many came since (-1 when the hub's metrics could not be read).
 func (e *Env) hubThrottled(ctx context.Context) func() float64 {
 	count := func() float64 {
-		text, err := e.hubMetricsText(ctx)
-		if err != nil {
-			return -1
-		}
-		fams, err := parseMetrics(text)
+		fams, err := e.hubMetrics(ctx)
 		if err != nil {
 			return -1
 		}

@@ -36,7 +36,7 @@ func (r *Reconciler) copyReport(ctx context.Context, mc *flv1.MemberCluster) err
 	case err != nil:
 		return err
 	}
-	mc.Status.ClusterFacts = *rep.Facts.DeepCopy()
+	mc.Status.ClusterFacts = rep.Facts // the cache handed out a copy
 	return nil
 }
 
