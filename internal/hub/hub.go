@@ -70,10 +70,11 @@ const (
 	DefaultBurst = 1000
 )
 
-// MaxWritesInFlight bounds the hub's concurrent write requests. It is above what the
-// controllers send at once unthrottled (bundle.WorkWriters per Bundle reconcile, one write per
-// provisioning worker), so it binds only after the API server answered 429 (writelimit).
-const MaxWritesInFlight = 128
+// MaxWritesInFlight bounds the hub's concurrent write requests. It is what the controllers
+// send at once unthrottled at most (bundle.WorkWriters for each of the bundle.Workers
+// reconciles, one write per provisioning worker), so it binds only after the API server
+// answered 429 (writelimit).
+const MaxWritesInFlight = bundle.Workers*bundle.WorkWriters + membercluster.ProvisionWorkers
 
 var writesInFlightLimit = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "flotilla_hub_writes_in_flight_limit",

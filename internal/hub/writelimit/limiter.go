@@ -1,18 +1,23 @@
 // Package writelimit adapts how many writes the hub has in flight to what its API server
 // admits. The API server's priority and fairness answer 429 (Too Many Requests) when the
-// hub's priority level is full, with a Retry-After that doubles while rejections go on (up
-// to a minute); client-go waits it out and retries. A hub that kept all its writers going
-// turns every 429 into more rejections and longer waits: 20 Works took 73 s behind a
-// one-seat priority level (`flotilla bench throttle`). So every attempt of a write, client-go's
-// retries included, takes a slot, and the number of slots is cut in half on every 429 and
-// grows back by one per limit's worth of successful writes (additive increase,
-// multiplicative decrease, as TCP does), returning to the maximum after a quiet period.
-// Reads and watches are not limited.
+// hub's priority level is full, with a Retry-After of 1 s that doubles, up to 32 s, whenever
+// the level dropped at least three times that many requests within that many seconds (and
+// shrinks by one second at a time when it drops fewer: k8s.io/apiserver
+// pkg/util/flowcontrol/dropped_requests_tracker.go); client-go waits it out and retries. A
+// hub that kept all its writers going turns every 429 into more rejections and longer waits:
+// 20 Works took 73 s behind a one-seat priority level (`flotilla bench throttle`). So every
+// attempt of a write, client-go's retries included, takes a slot, and the number of slots is
+// cut in half on every 429 and grows back by one per limit's worth of successful writes
+// (additive increase, multiplicative decrease, as TCP does), returning to the maximum after a
+// quiet period. It does not grow while the last 429's Retry-After runs: probing for a larger
+// limit sooner only adds rejections, and enough of them push the API server's Retry-After up
+// for every write. Reads and watches are not limited.
 package writelimit
 
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -33,6 +38,7 @@ type Limiter struct {
 	acked     int // successful writes since the limit last grew
 	inflight  int
 	throttled time.Time // the last 429
+	holdUntil time.Time // the limit does not grow before this: the last 429's Retry-After
 	wake      chan struct{}
 	observe   func(limit int)
 }
@@ -79,7 +85,7 @@ func (l *Limiter) Release(ok bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.inflight--
-	if ok && l.limit < l.max {
+	if ok && l.limit < l.max && !l.now().Before(l.holdUntil) {
 		if l.acked++; l.acked >= l.limit {
 			l.limit, l.acked = l.limit+1, 0
 			l.report()
@@ -89,14 +95,16 @@ func (l *Limiter) Release(ok bool) {
 	l.wake = make(chan struct{})
 }
 
-// Throttled records a 429 from the API server: the limit halves, down to one.
-func (l *Limiter) Throttled() {
+// Throttled records a 429 from the API server: the limit halves, down to one, and does not
+// grow again until retryAfter (what the API server asked to wait) has passed.
+func (l *Limiter) Throttled(retryAfter time.Duration) {
 	if l == nil {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.throttled = l.now()
+	l.holdUntil = l.throttled.Add(retryAfter)
 	l.acked = 0
 	if l.limit > 1 {
 		l.limit = max(1, l.limit/2)
@@ -138,10 +146,19 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.rt.RoundTrip(req)
 	throttled := err == nil && resp.StatusCode == http.StatusTooManyRequests
 	if throttled {
-		t.l.Throttled()
+		t.l.Throttled(retryAfter(resp.Header.Get("Retry-After")))
 	}
 	t.l.Release(err == nil && !throttled)
 	return resp, err
+}
+
+// retryAfter reads a Retry-After header in seconds (what Kubernetes sends); one second when
+// it is missing or not a number, the API server's smallest.
+func retryAfter(h string) time.Duration {
+	if n, err := strconv.Atoi(h); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	return time.Second
 }
 
 func writes(method string) bool {

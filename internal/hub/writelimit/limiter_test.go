@@ -13,18 +13,22 @@ func TestLimitAdapts(t *testing.T) {
 	var seen []int
 	l := New(32, func(n int) { seen = append(seen, n) })
 	l.now = func() time.Time { return clock }
+	cut := func() { l.Throttled(0) }
 	steps := []struct {
 		name string
 		do   func()
 		want int
 	}{
 		{"starts at the maximum", func() {}, 32},
-		{"a 429 halves it", l.Throttled, 16},
-		{"four more reach one", func() { l.Throttled(); l.Throttled(); l.Throttled(); l.Throttled() }, 1},
-		{"never below one", l.Throttled, 1},
+		{"a 429 halves it", cut, 16},
+		{"four more reach one", func() { cut(); cut(); cut(); cut() }, 1},
+		{"never below one", cut, 1},
 		{"a failed write does not grow it", func() { l.inflight++; l.Release(false) }, 1},
 		{"one success at limit 1 adds one", func() { l.inflight++; l.Release(true) }, 2},
 		{"two successes at limit 2 add one", func() { l.inflight += 2; l.Release(true); l.Release(true) }, 3},
+		{"a 429 asking to retry after 2 s halves it", func() { l.Throttled(2 * time.Second) }, 1},
+		{"no growth while that Retry-After runs", func() { clock = clock.Add(time.Second); l.inflight++; l.Release(true) }, 1},
+		{"growth again once it has passed", func() { clock = clock.Add(time.Second); l.inflight++; l.Release(true) }, 2},
 		{"back to the maximum after a quiet period", func() {
 			clock = clock.Add(Quiet)
 			if err := l.Acquire(context.Background()); err != nil {
@@ -40,14 +44,14 @@ func TestLimitAdapts(t *testing.T) {
 			t.Fatalf("%s: limit %d, want %d", s.name, got, s.want)
 		}
 	}
-	if want := []int{32, 16, 8, 4, 2, 1, 2, 3, 32}; len(seen) != len(want) {
+	if want := []int{32, 16, 8, 4, 2, 1, 2, 3, 1, 2, 32}; len(seen) != len(want) {
 		t.Fatalf("observed limits %v, want %v", seen, want)
 	}
 }
 
 func TestAcquireWaitsForASlot(t *testing.T) {
 	l := New(2, nil)
-	l.Throttled() // limit 1
+	l.Throttled(0) // limit 1
 	ctx := context.Background()
 	if err := l.Acquire(ctx); err != nil {
 		t.Fatal(err)
@@ -63,7 +67,7 @@ func TestAcquireWaitsForASlot(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	l.Throttled() // limit 1 again, and the second write holds it
+	l.Throttled(0) // limit 1 again, and the second write holds it
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if err := l.Acquire(cancelled); err == nil {
@@ -74,12 +78,17 @@ func TestAcquireWaitsForASlot(t *testing.T) {
 		t.Fatal("a nil Limiter must admit everything")
 	}
 	nilLimiter.Release(true)
-	nilLimiter.Throttled()
+	nilLimiter.Throttled(time.Second)
 }
 
 func TestTransportCutsOnTooManyRequests(t *testing.T) {
 	status := http.StatusOK
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(status) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "4")
+		}
+		w.WriteHeader(status)
+	}))
 	defer srv.Close()
 	l := New(8, nil)
 	c := &http.Client{Transport: l.Wrap(http.DefaultTransport)}
@@ -96,6 +105,9 @@ func TestTransportCutsOnTooManyRequests(t *testing.T) {
 		if got := l.Limit(); got != tc.want {
 			t.Fatalf("after a %d: limit %d, want %d", tc.status, got, tc.want)
 		}
+	}
+	if hold := l.holdUntil.Sub(l.throttled); hold != 4*time.Second {
+		t.Fatalf("after a 429 with Retry-After 4: no growth for %v, want 4s", hold)
 	}
 	// Reads are neither limited nor counted.
 	resp, err := c.Get(srv.URL)
@@ -119,7 +131,7 @@ func TestTransportHoldsASlotPerAttempt(t *testing.T) {
 	}))
 	defer srv.Close()
 	l := New(2, nil)
-	l.Throttled()
+	l.Throttled(0)
 	c := &http.Client{Transport: l.Wrap(http.DefaultTransport)}
 	done := make(chan error, 2)
 	for range 2 {
@@ -141,6 +153,18 @@ func TestTransportHoldsASlotPerAttempt(t *testing.T) {
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+func TestRetryAfter(t *testing.T) {
+	for _, tc := range []struct {
+		header string
+		want   time.Duration
+	}{{"", time.Second}, {"1", time.Second}, {"32", 32 * time.Second}, {"0", time.Second}, {"-3", time.Second},
+		{"Fri, 04 Dec 2026 14:00:00 GMT", time.Second}} {
+		if got := retryAfter(tc.header); got != tc.want {
+			t.Errorf("retryAfter(%q) = %v, want %v", tc.header, got, tc.want)
 		}
 	}
 }
