@@ -161,25 +161,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{RequeueAfter: next}, nil
 }
 
-// HeartbeatRecordInterval bounds how often a fresh heartbeat alone rewrites
-// status.lastHeartbeatTime. Once a minute was a third of the hub's writes at rest (flotilla
-// bench idle: 1 of 3.1 writes per cluster per minute); the time matters when Ready changes,
-// where it is always recorded, and the Lease itself always has the exact time.
-const HeartbeatRecordInterval = 10 * time.Minute
-
-// recordHeartbeat copies the Lease's renew time into status when Ready changed, or when the
-// recorded time is older than HeartbeatRecordInterval.
-func recordHeartbeat(mc *flv1.MemberCluster, before *flv1.MemberClusterStatus, hb heartbeat) {
-	if hb.renewed.IsZero() {
-		return
-	}
-	prev := before.LastHeartbeatTime
-	readyChanged := conditionStatus(before.Conditions, flv1.ConditionReady) != conditionStatus(mc.Status.Conditions, flv1.ConditionReady)
-	if prev == nil || readyChanged || hb.renewed.Sub(prev.Time) >= HeartbeatRecordInterval {
-		mc.Status.LastHeartbeatTime = &metav1.Time{Time: hb.renewed}
-	}
-}
-
 func conditionStatus(conds []metav1.Condition, typ string) metav1.ConditionStatus {
 	if c := meta.FindStatusCondition(conds, typ); c != nil {
 		return c.Status
