@@ -151,7 +151,9 @@ type MemberClusterStatus struct {
 	// cluster's MemberClusterReport.
 	ClusterFacts `json:",inline"`
 	// LastHeartbeatTime is the renew time of the agent's heartbeat Lease, recorded by the
-	// hub when Ready changes and at least every 10 minutes (the Lease has the exact time).
+	// hub when Ready changes, with every other status change (such as the agent's fact
+	// reports, at least every 10 minutes) and at least every 15 minutes (the Lease has the
+	// exact time).
 	// +optional
 	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
 }

@@ -147,8 +147,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	setJoinedCondition(mc, provisionErr, hb)
 	next := setReadyCondition(mc, hb, r.now(), r.HeartbeatGrace)
-	recordHeartbeat(mc, before, hb)
 	mc.Status.ObservedGeneration = mc.Generation
+	recordHeartbeat(mc, before, hb)
 	if !equality.Semantic.DeepEqual(before, &mc.Status) {
 		if err := r.applyStatus(ctx, mc); err != nil {
 			return ctrl.Result{}, err
