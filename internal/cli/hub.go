@@ -29,7 +29,8 @@ Several replicas may run; leader election lets one reconcile at a time.
 
 When the API server throttles the hub (priority and fairness answer 429), the hub halves how
 many writes it sends at once on every 429, grows it back as writes succeed once the 429's
-Retry-After has passed, and restores the maximum after 30 s without one: slower, never lost (metric flotilla_hub_writes_in_flight_limit).
+Retry-After has passed, and restores the maximum after 30 s without one: slower, never lost
+(metric flotilla_hub_writes_in_flight_limit).
 Give the agents' ServiceAccounts their own FlowSchema so that thousands of heartbeats cannot
 starve the hub's writes (docs/performance.md).`,
 		Example: `  flotilla hub --hub-kubeconfig hub.kubeconfig

@@ -14,7 +14,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,8 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	setJoinedCondition(mc, provisionErr, hb)
 	next := setReadyCondition(mc, hb, r.now(), r.HeartbeatGrace)
 	mc.Status.ObservedGeneration = mc.Generation
-	recordHeartbeat(mc, before, hb)
-	if !equality.Semantic.DeepEqual(before, &mc.Status) {
+	if recordHeartbeat(mc, before, hb) {
 		if err := r.applyStatus(ctx, mc); err != nil {
 			return ctrl.Result{}, err
 		}

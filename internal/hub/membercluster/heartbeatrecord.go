@@ -19,15 +19,19 @@ import (
 // has the exact time.
 const HeartbeatRecordInterval = 15 * time.Minute
 
-// recordHeartbeat copies the Lease's renew time into status when Ready changed, when status
-// is written anyway (before differs from mc.Status), or when the recorded time is older
-// than HeartbeatRecordInterval.
-func recordHeartbeat(mc *flv1.MemberCluster, before *flv1.MemberClusterStatus, hb heartbeat) {
+// recordHeartbeat copies the Lease's renew time into status when status is written anyway
+// (before differs from mc.Status: Ready changed, a fact report was copied, ...), or when the
+// recorded time is older than HeartbeatRecordInterval. It reports whether status now differs
+// from before, that is whether it must be written.
+func recordHeartbeat(mc *flv1.MemberCluster, before *flv1.MemberClusterStatus, hb heartbeat) (changed bool) {
+	changed = !equality.Semantic.DeepEqual(before, &mc.Status)
 	if hb.renewed.IsZero() {
-		return
+		return changed
 	}
 	prev := before.LastHeartbeatTime
-	if prev == nil || hb.renewed.Sub(prev.Time) >= HeartbeatRecordInterval || !equality.Semantic.DeepEqual(before, &mc.Status) {
+	if prev == nil || hb.renewed.Sub(prev.Time) >= HeartbeatRecordInterval || changed {
 		mc.Status.LastHeartbeatTime = &metav1.Time{Time: hb.renewed}
+		return true
 	}
+	return false
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -46,10 +47,13 @@ func TestRecordHeartbeat(t *testing.T) {
 			if tc.renewed >= 0 {
 				hb.renewed = t0.Add(tc.renewed)
 			}
-			recordHeartbeat(mc, before, hb)
+			changed := recordHeartbeat(mc, before, hb)
 			got := mc.Status.LastHeartbeatTime != nil && mc.Status.LastHeartbeatTime.Time.Equal(hb.renewed) && !hb.renewed.IsZero()
 			if got != tc.want {
 				t.Errorf("recorded %v, want %v (lastHeartbeatTime %v)", got, tc.want, mc.Status.LastHeartbeatTime)
+			}
+			if want := !equality.Semantic.DeepEqual(before, &mc.Status); changed != want {
+				t.Errorf("reported status changed %v, want %v", changed, want)
 			}
 		})
 	}
